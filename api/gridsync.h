@@ -1,0 +1,163 @@
+/*
+ * gridsync — single-launch grid-wide reductions for CUDA applications.
+ *
+ * Public host API. C99 and C++; needs no CUDA header. Every entry point returns a
+ * gs_status (0 is success). After a failure, gs_last_error_message() returns a
+ * thread-local sentence that says what exactly failed (argument, file, CUDA error).
+ *
+ * Stability: the numeric values of every enumerator below are fixed forever; new ones
+ * are only appended. Functions are versioned by the linker (GRIDSYNC_1.0, ...); see
+ * docs/ABI.md.
+ */
+#ifndef GRIDSYNC_H
+#define GRIDSYNC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#  define GS_API
+#elif defined(GS_BUILDING_LIBRARY)
+#  define GS_API __attribute__((visibility("default")))
+#else
+#  define GS_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GS_VERSION_MAJOR 0
+#define GS_VERSION_MINOR 1
+#define GS_VERSION_PATCH 0
+/* Encoded as (major << 16) | (minor << 8) | patch, as gs_version() returns it. */
+#define GS_VERSION_ENCODE(maj, min, pat) (((uint32_t)(maj) << 16) | ((uint32_t)(min) << 8) | (uint32_t)(pat))
+#define GS_VERSION GS_VERSION_ENCODE(GS_VERSION_MAJOR, GS_VERSION_MINOR, GS_VERSION_PATCH)
+
+/*
+ * CUDA streams. Both the runtime's cudaStream_t and the driver's CUstream are pointers
+ * to this incomplete type, so either passes without a cast. NULL is the legacy default
+ * stream (as in the driver API); cudaStreamPerThread ((gs_stream)0x2) is the calling
+ * thread's per-thread default stream.
+ */
+struct CUstream_st;
+typedef struct CUstream_st *gs_stream;
+
+typedef enum gs_status {
+    GS_SUCCESS = 0,
+    GS_ERROR_INVALID_ARGUMENT = 1,     /* a NULL pointer, an enum value out of range, ... */
+    GS_ERROR_UNSUPPORTED = 2,          /* a valid dtype/op pair this version does not do */
+    GS_ERROR_NO_DRIVER = 3,            /* libcuda.so.1 missing or unusable */
+    GS_ERROR_NO_DEVICE = 4,            /* no CUDA device, or the ordinal is out of range */
+    GS_ERROR_BACKEND_NOT_FOUND = 5,    /* no backend file could be found/opened */
+    GS_ERROR_BACKEND_ABI_MISMATCH = 6, /* backend built for another backend ABI major */
+    GS_ERROR_BACKEND_INCOMPLETE = 7,   /* backend misses a required entry or function */
+    GS_ERROR_BACKEND_INIT_FAILED = 8,  /* backend entry point or device setup failed */
+    GS_ERROR_NO_KERNEL_IMAGE = 9,      /* backend has no code that runs on this device */
+    GS_ERROR_OUT_OF_MEMORY = 10,       /* host or device allocation failed */
+    GS_ERROR_CUDA = 11,                /* a CUDA driver call failed; the message names it */
+    GS_ERROR_INVALID_POINTER = 12,     /* a pointer the device cannot access */
+    GS_ERROR_INVALID_CONTEXT = 13,     /* context/stream mismatch, destroyed context */
+    GS_ERROR_INTERNAL = 14             /* a bug in gridsync; please report it */
+} gs_status;
+
+typedef enum gs_dtype {
+    GS_INT32 = 0,
+    GS_UINT32 = 1,
+    GS_INT64 = 2,
+    GS_UINT64 = 3,
+    GS_FLOAT32 = 4,
+    GS_FLOAT64 = 5,
+    GS_FLOAT16 = 6,
+    GS_BFLOAT16 = 7,
+    GS_INT8 = 8,
+    GS_UINT8 = 9
+} gs_dtype;
+
+typedef enum gs_op {
+    GS_OP_SUM = 0,
+    GS_OP_PROD = 1,
+    GS_OP_MIN = 2,
+    GS_OP_MAX = 3,
+    GS_OP_ARGMIN = 4,
+    GS_OP_ARGMAX = 5,
+    GS_OP_BIT_AND = 6,
+    GS_OP_BIT_OR = 7,
+    GS_OP_BIT_XOR = 8
+} gs_op;
+
+/* A gridsync context: one CUDA context (a device's primary context by default) and the
+ * backend loaded for it. Opaque; safe to use from several threads at once. */
+typedef struct gs_context gs_context;
+
+/* Library version, GS_VERSION_ENCODE(major, minor, patch) of the loaded library. */
+GS_API uint32_t gs_version(void);
+/* The same as "major.minor.patch". Static storage. */
+GS_API const char *gs_version_string(void);
+
+/* A short English name for a status ("GS_ERROR_NO_DRIVER: no CUDA driver"). Never NULL;
+ * unknown values give "unknown gridsync status". Static storage. */
+GS_API const char *gs_status_string(gs_status status);
+
+/* The detail message of the last failing gridsync call on this thread ("" if none).
+ * Valid until the next gridsync call on this thread. */
+GS_API const char *gs_last_error_message(void);
+
+/* CUDA driver version (e.g. 13000), loading the driver if needed. */
+GS_API gs_status gs_driver_version(int *version);
+
+/* Number of CUDA devices. */
+GS_API gs_status gs_device_count(int *count);
+
+/*
+ * Creates a context for CUDA device `device` (an ordinal, as in cudaSetDevice). It uses
+ * the device's primary context, the one the CUDA runtime uses, so pointers from
+ * cudaMalloc and streams from cudaStreamCreate on that device work with it. The backend
+ * is chosen here (GRIDSYNC_BACKEND, GRIDSYNC_BACKEND_PATH, GRIDSYNC_DEBUG: see README).
+ */
+GS_API gs_status gs_context_create(int device, gs_context **ctx);
+
+/*
+ * Destroys a context and frees its device workspaces. The caller must make sure work that
+ * gridsync queued with this context has finished (e.g. cudaStreamSynchronize) and that no
+ * other thread uses it. NULL is accepted and does nothing.
+ */
+GS_API gs_status gs_context_destroy(gs_context *ctx);
+
+/* What a context runs on. Fill struct_size with sizeof(gs_context_info) before the call;
+ * fields the library does not know of stay untouched. Strings live as long as ctx. */
+typedef struct gs_context_info {
+    uint32_t struct_size;
+    int32_t device;              /* CUDA device ordinal */
+    int32_t cc_major;            /* compute capability */
+    int32_t cc_minor;
+    int32_t multiprocessor_count;
+    const char *device_name;
+    const char *backend_name;    /* e.g. "cuda_sm20" */
+    const char *backend_path;    /* the file it was loaded from */
+    const char *selection_log;   /* one line per backend tried, and why it was (not) chosen */
+} gs_context_info;
+
+GS_API gs_status gs_context_get_info(const gs_context *ctx, gs_context_info *info);
+
+/*
+ * Reduces n elements of type dtype at `in` (device-accessible memory) with `op` and writes
+ * one result to `out` (device-accessible memory), in ONE kernel launch queued on `stream`.
+ * Returns as soon as the launch is queued: read *out after synchronizing the stream.
+ *
+ * ctx NULL: the default context of the calling thread's current CUDA context (or device
+ * 0's primary context if the thread has none), created on first use.
+ *
+ * Output: of type dtype for SUM/PROD/MIN/MAX/BIT_*, an int64 index for ARGMIN/ARGMAX.
+ * n == 0 writes the identity of op. Integer SUM wraps (two's complement). MIN/MAX of
+ * floats propagate NaN. Results are run-to-run deterministic (bitwise) for a given
+ * device, backend, n and input. See docs/semantics.md for the full table.
+ */
+GS_API gs_status gs_reduce(gs_context *ctx, const void *in, uint64_t n, gs_dtype dtype, gs_op op,
+                           void *out, gs_stream stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GRIDSYNC_H */

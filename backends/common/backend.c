@@ -1,0 +1,218 @@
+/*
+ * The host side of a gridsync backend, the same for every backend: it loads the backend's
+ * embedded fatbin through the driver table the core hands in, looks the kernels of
+ * kernel_list.h up by their extern "C" names, sizes the grid from the device's occupancy,
+ * and launches one kernel per reduction. Compiled once per backend with
+ * GS_BACKEND_NAME="<name>", next to that backend's fatbin.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtype.h"
+#include "gridsync_backend.h"
+#include "kernel_list.h"
+
+#ifndef GS_BACKEND_NAME
+#  error "GS_BACKEND_NAME must be defined"
+#endif
+#ifndef GS_BACKEND_BLOCK
+#  error "GS_BACKEND_BLOCK (threads per block of the kernels) must be defined"
+#endif
+#ifndef GS_BACKEND_ITEMS
+#  error "GS_BACKEND_ITEMS (16-byte vectors per thread per loop trip) must be defined"
+#endif
+
+#define GS_EXPORT __attribute__((visibility("default")))
+
+/* The fatbin, embedded by embed_fatbin.py's assembly. */
+extern const unsigned char gs_fatbin[];
+
+static const gs_backend_host *host;
+
+struct gs_backend_instance {
+    gs_backend_device dev;
+    CUmodule module;
+    CUfunction fn[GS_DTYPE_COUNT][GS_OP_COUNT];
+    unsigned int max_blocks[GS_DTYPE_COUNT][GS_OP_COUNT]; /* resident blocks, whole device */
+};
+
+/* Mapping of the kernel list's short names to the public enums. */
+#define GS_DT_i32 GS_INT32
+#define GS_DT_u32 GS_UINT32
+#define GS_DT_i64 GS_INT64
+#define GS_DT_u64 GS_UINT64
+#define GS_DT_f32 GS_FLOAT32
+#define GS_DT_f64 GS_FLOAT64
+#define GS_DT_f16 GS_FLOAT16
+#define GS_DT_bf16 GS_BFLOAT16
+#define GS_DT_i8 GS_INT8
+#define GS_DT_u8 GS_UINT8
+#define GS_OPV_sum GS_OP_SUM
+#define GS_OPV_prod GS_OP_PROD
+#define GS_OPV_min GS_OP_MIN
+#define GS_OPV_max GS_OP_MAX
+#define GS_OPV_argmin GS_OP_ARGMIN
+#define GS_OPV_argmax GS_OP_ARGMAX
+#define GS_OPV_and GS_OP_BIT_AND
+#define GS_OPV_or GS_OP_BIT_OR
+#define GS_OPV_xor GS_OP_BIT_XOR
+
+typedef struct kernel_entry {
+    gs_dtype dtype;
+    gs_op op;
+    const char *name;
+} kernel_entry;
+
+#define GS_KERNEL_ENTRY(dt, op) {GS_DT_##dt, GS_OPV_##op, "gs_reduce_" #dt "_" #op},
+static const kernel_entry kernels[] = {GS_KERNELS(GS_KERNEL_ENTRY)};
+#define NKERNELS (sizeof kernels / sizeof kernels[0])
+
+static gs_status cuda_fail(CUresult rc, const char *what)
+{
+    const char *name = "?";
+    host->cuGetErrorName(rc, &name);
+    host->set_error("%s backend: %s failed: %s", GS_BACKEND_NAME, what, name);
+    switch (rc) {
+    case CUDA_ERROR_NO_BINARY_FOR_GPU:
+    case CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
+    case CUDA_ERROR_INVALID_PTX:
+    case CUDA_ERROR_INVALID_SOURCE:
+        return GS_ERROR_NO_KERNEL_IMAGE;
+    case CUDA_ERROR_OUT_OF_MEMORY:
+        return GS_ERROR_OUT_OF_MEMORY;
+    case CUDA_ERROR_INVALID_CONTEXT:
+    case CUDA_ERROR_CONTEXT_IS_DESTROYED:
+        return GS_ERROR_INVALID_CONTEXT;
+    default:
+        return GS_ERROR_CUDA;
+    }
+}
+
+static gs_status be_open(const gs_backend_device *dev, gs_backend_instance **out)
+{
+    gs_backend_instance *inst = calloc(1, sizeof *inst);
+    if (!inst) {
+        host->set_error("%s backend: out of host memory", GS_BACKEND_NAME);
+        return GS_ERROR_OUT_OF_MEMORY;
+    }
+    memcpy(&inst->dev, dev, dev->struct_size < sizeof inst->dev ? dev->struct_size : sizeof inst->dev);
+    CUresult rc = host->cuModuleLoadData(&inst->module, gs_fatbin);
+    if (rc != CUDA_SUCCESS) {
+        char what[160];
+        snprintf(what, sizeof what, "loading its fatbin on compute capability %d.%d (cuModuleLoadData)",
+                 dev->cc_major, dev->cc_minor);
+        free(inst);
+        return cuda_fail(rc, what);
+    }
+    for (size_t k = 0; k < NKERNELS; k++) {
+        const kernel_entry *e = &kernels[k];
+        CUfunction f;
+        rc = host->cuModuleGetFunction(&f, inst->module, e->name);
+        int per_sm = 0;
+        if (rc == CUDA_SUCCESS)
+            rc = host->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, GS_BACKEND_BLOCK, 0);
+        if (rc != CUDA_SUCCESS) {
+            char what[160];
+            snprintf(what, sizeof what, "setting up kernel %s", e->name);
+            host->cuModuleUnload(inst->module);
+            free(inst);
+            gs_status st = cuda_fail(rc, what);
+            return st == GS_ERROR_CUDA ? GS_ERROR_BACKEND_INIT_FAILED : st;
+        }
+        unsigned int blocks = (unsigned int)(per_sm > 0 ? per_sm : 1) * (unsigned int)dev->multiprocessor_count;
+        inst->fn[e->dtype][e->op] = f;
+        inst->max_blocks[e->dtype][e->op] = blocks < GS_MAX_BLOCKS ? blocks : GS_MAX_BLOCKS;
+    }
+    host->log(GS_LOG_DEBUG, "%s backend: %zu kernels ready on compute capability %d.%d, up to %u blocks",
+              GS_BACKEND_NAME, NKERNELS, dev->cc_major, dev->cc_minor, inst->max_blocks[GS_FLOAT32][GS_OP_SUM]);
+    *out = inst;
+    return GS_SUCCESS;
+}
+
+static void be_close(gs_backend_instance *inst)
+{
+    if (!inst)
+        return;
+    host->cuModuleUnload(inst->module);
+    free(inst);
+}
+
+static gs_status be_query_reduce(const gs_backend_instance *inst, gs_dtype dtype, gs_op op)
+{
+    if (!gs_dtype_valid((int)dtype) || !gs_op_valid((int)op) || !inst->fn[dtype][op])
+        return GS_ERROR_UNSUPPORTED;
+    return GS_SUCCESS;
+}
+
+static uint64_t be_workspace_size(const gs_backend_instance *inst)
+{
+    (void)inst;
+    return GS_WORKSPACE_BYTES;
+}
+
+/* Blocks for n elements: enough that every thread has about two 16-byte vectors (so the
+ * whole input is in flight at once for small n), at most what is resident on the device
+ * (each thread then loops), and one block when a block covers everything in one trip (no
+ * partials, no ticket). */
+static unsigned int grid_for(const gs_backend_instance *inst, gs_dtype dtype, gs_op op, uint64_t n)
+{
+    const uint64_t per_vec = 16 / gs_dtype_size(dtype);
+    const uint64_t block_trip = (uint64_t)GS_BACKEND_BLOCK * GS_BACKEND_ITEMS * per_vec;
+    if (n <= block_trip)
+        return 1;
+    uint64_t want = (n + 2 * GS_BACKEND_BLOCK * per_vec - 1) / (2 * GS_BACKEND_BLOCK * per_vec);
+    unsigned int max = inst->max_blocks[dtype][op];
+    return want < max ? (unsigned int)want : max;
+}
+
+static gs_status be_reduce(gs_backend_instance *inst, const gs_backend_reduce_args *a)
+{
+    CUfunction f = inst->fn[a->dtype][a->op];
+    if (!f) {
+        host->set_error("%s backend: no kernel for %s over %s", GS_BACKEND_NAME, gs_op_name(a->op),
+                        gs_dtype_name(a->dtype));
+        return GS_ERROR_UNSUPPORTED;
+    }
+    if (a->workspace_bytes < GS_WORKSPACE_BYTES) {
+        host->set_error("%s backend: workspace of %llu bytes, %u needed", GS_BACKEND_NAME,
+                        (unsigned long long)a->workspace_bytes, (unsigned)GS_WORKSPACE_BYTES);
+        return GS_ERROR_INTERNAL;
+    }
+    unsigned int grid = grid_for(inst, a->dtype, a->op, a->n);
+    CUdeviceptr in = a->in, out = a->out, ws = a->workspace;
+    uint64_t n = a->n;
+    void *params[] = {&in, &n, &out, &ws};
+    CUresult rc = host->cuLaunchKernel(f, grid, 1, 1, GS_BACKEND_BLOCK, 1, 1, 0, a->stream, params, NULL);
+    if (rc != CUDA_SUCCESS) {
+        char what[128];
+        snprintf(what, sizeof what, "cuLaunchKernel(gs_reduce_%s_%s, %u blocks)", gs_dtype_name(a->dtype),
+                 gs_op_name(a->op), grid);
+        return cuda_fail(rc, what);
+    }
+    return GS_SUCCESS;
+}
+
+static const gs_backend_ops ops = {
+    .struct_size = sizeof(gs_backend_ops),
+    .abi_version = GS_BACKEND_ABI_VERSION,
+    .name = GS_BACKEND_NAME,
+    .open = be_open,
+    .close = be_close,
+    .query_reduce = be_query_reduce,
+    .workspace_size = be_workspace_size,
+    .reduce = be_reduce,
+};
+
+GS_EXPORT gs_status gridsync_backend_entry_v1(uint32_t core_abi_version, const gs_backend_host *h,
+                                              const gs_backend_ops **out)
+{
+    if (GS_BACKEND_ABI_VERSION_MAJOR(core_abi_version) != GS_BACKEND_ABI_MAJOR)
+        return GS_ERROR_BACKEND_ABI_MISMATCH;
+    if (!h || !out || h->struct_size < sizeof(gs_backend_host))
+        return GS_ERROR_BACKEND_INIT_FAILED;
+    host = h;
+    *out = &ops;
+    return GS_SUCCESS;
+}

@@ -1,0 +1,55 @@
+/* cuda_sm20: the last-block guard with __syncthreads_or (compute capability 2.0+), and the
+ * later generations' features where they help: warp shuffles for the block reduction and
+ * read-only-path loads for the input. */
+#include "gridsync_device.cuh"
+#include "reduce.cuh"
+
+namespace {
+
+struct PolicySm20 {
+    static const int kBlock = GS_BACKEND_BLOCK;
+    static const int kUnroll = GS_BACKEND_ITEMS;
+    static const int kWarps = kBlock / 32;
+
+    /* One slot per warp; written by lane 0 of each warp, read by warp 0 after the barrier. */
+    template <typename Acc> struct Scratch {
+        Acc warp[kWarps];
+    };
+
+    static __device__ __forceinline__ uint4 load16(const uint4 *p) { return __ldg(p); }
+
+    template <typename Op>
+    static __device__ __forceinline__ typename Op::Acc warp_reduce(typename Op::Acc v)
+    {
+        /* Lane i combines with lane i + off (left operand the lower index): a fixed tree. */
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1)
+            v = Op::combine(v, __shfl_down_sync(0xffffffffu, v, off));
+        return v;
+    }
+
+    template <typename Op>
+    static __device__ __forceinline__ typename Op::Acc block_reduce(typename Op::Acc v,
+                                                                    Scratch<typename Op::Acc> &s)
+    {
+        const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+        v = warp_reduce<Op>(v);
+        if (lane == 0)
+            s.warp[warp] = v;
+        __syncthreads();
+        if (warp == 0) {
+            v = lane < kWarps ? s.warp[lane] : Op::identity();
+            v = warp_reduce<Op>(v);
+        }
+        return v;
+    }
+
+    /* The seed's 2.0 guard: thread 0 takes the ticket, __syncthreads_or tells every thread
+     * whether it was the last one. The caller's thread 0 has already fenced its partial. */
+    static __device__ __forceinline__ bool last_block(unsigned int *counter) { return gs_last_block_sm20(counter); }
+};
+
+} // namespace
+
+#define GS_POLICY PolicySm20
+#include "kernels.cuh"

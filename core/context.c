@@ -1,0 +1,499 @@
+#define _GNU_SOURCE
+#include "context.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtype.h"
+#include "error.h"
+
+/* Per-stream workspace limit (issue 4's budget). */
+#define GS_MAX_WORKSPACE_BYTES (64u * 1024u)
+
+/* ---- backend selection for a device --------------------------------------------------- */
+
+static gs_status try_backend(const gs_backend_file *file, void *user)
+{
+    gs_context *ctx = user;
+    const gs_backend_ops *ops = file->ops;
+    gs_backend_device dev = {
+        .struct_size = sizeof dev,
+        .device = ctx->device,
+        .context = ctx->cu,
+        .cc_major = ctx->cc_major,
+        .cc_minor = ctx->cc_minor,
+        .multiprocessor_count = ctx->sm_count,
+        .max_threads_per_multiprocessor = ctx->max_threads_per_sm,
+    };
+    gs_backend_instance *inst = NULL;
+    gs_status st = ops->open(&dev, &inst);
+    if (st != GS_SUCCESS) {
+        if (!gs_last_error_message()[0])
+            gs_set_error("%s: open() on device %d returned %s", file->path, ctx->ordinal, gs_status_string(st));
+        /* "could not set up" is init failure unless the backend was specific about why */
+        return st == GS_ERROR_NO_KERNEL_IMAGE || st == GS_ERROR_OUT_OF_MEMORY || st == GS_ERROR_CUDA
+                   ? st
+                   : GS_ERROR_BACKEND_INIT_FAILED;
+    }
+    uint64_t ws = ops->workspace_size(inst);
+    if (ws == 0 || ws > GS_MAX_WORKSPACE_BYTES) {
+        ops->close(inst);
+        return gs_fail(GS_ERROR_BACKEND_INIT_FAILED,
+                       "%s: asks for %llu bytes of workspace per stream (must be 1..%u)", file->path,
+                       (unsigned long long)ws, GS_MAX_WORKSPACE_BYTES);
+    }
+    memset(ctx->supported, 0, sizeof ctx->supported);
+    for (int d = 0; d < GS_DTYPE_COUNT; d++)
+        for (int o = 0; o < GS_OP_COUNT; o++)
+            if (gs_op_defined((gs_dtype)d, (gs_op)o) && ops->query_reduce(inst, (gs_dtype)d, (gs_op)o) == GS_SUCCESS)
+                ctx->supported[d] |= 1u << o;
+    ctx->backend = file;
+    ctx->instance = inst;
+    ctx->workspace_bytes = ws;
+    return GS_SUCCESS;
+}
+
+static gs_status device_attr(gs_context *ctx, CUdevice_attribute attr, int *value, const char *name)
+{
+    CUresult rc = ctx->drv->cuDeviceGetAttribute(value, attr, ctx->device);
+    if (rc != CUDA_SUCCESS)
+        return gs_cuda_error(ctx->drv, rc, "cuDeviceGetAttribute(%s, device %d)", name, ctx->ordinal);
+    return GS_SUCCESS;
+}
+
+gs_status gs_context_init(gs_context *ctx, const gs_driver *drv, CUcontext cu, CUdevice dev, int ordinal)
+{
+    ctx->drv = drv;
+    ctx->cu = cu;
+    ctx->device = dev;
+    ctx->ordinal = ordinal;
+    pthread_mutex_init(&ctx->lock, NULL);
+    CUresult rc = drv->cuCtxGetId(cu, &ctx->cu_id);
+    if (rc != CUDA_SUCCESS)
+        return gs_cuda_error(drv, rc, "cuCtxGetId");
+    gs_status st;
+    if ((st = device_attr(ctx, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, &ctx->cc_major, "compute capability major")) ||
+        (st = device_attr(ctx, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, &ctx->cc_minor, "compute capability minor")) ||
+        (st = device_attr(ctx, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, &ctx->sm_count, "multiprocessor count")) ||
+        (st = device_attr(ctx, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, &ctx->max_threads_per_sm,
+                          "max threads per multiprocessor")))
+        return st;
+    rc = drv->cuDeviceGetName(ctx->device_name, sizeof ctx->device_name, dev);
+    if (rc != CUDA_SUCCESS)
+        return gs_cuda_error(drv, rc, "cuDeviceGetName(device %d)", ordinal);
+
+    gs_strbuf log = {0};
+    gs_strbuf_appendf(&log, "device %d (%s)", ordinal, ctx->device_name);
+    gs_trace("context: device %d: %s, compute capability %d.%d, %d multiprocessors", ordinal, ctx->device_name,
+             ctx->cc_major, ctx->cc_minor, ctx->sm_count);
+    st = gs_select_backend(ctx->cc_major, ctx->cc_minor, try_backend, ctx, &log);
+    ctx->selection_log = log.data;
+    if (st != GS_SUCCESS) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", gs_last_error_message());
+        return gs_fail(st, "device %d (%s, compute capability %d.%d): %s", ordinal, ctx->device_name, ctx->cc_major,
+                       ctx->cc_minor, msg);
+    }
+    return GS_SUCCESS;
+}
+
+/* ctx->cu must be current. */
+void gs_context_fini(gs_context *ctx)
+{
+    for (size_t i = 0; i < ctx->nslots; i++)
+        if (ctx->slots[i].stream_id)
+            ctx->drv->cuMemFree(ctx->slots[i].buffer);
+    free(ctx->slots);
+    ctx->slots = NULL;
+    ctx->nslots = ctx->nused = 0;
+    if (ctx->zero_stream)
+        ctx->drv->cuStreamDestroy(ctx->zero_stream);
+    if (ctx->instance)
+        ctx->backend->ops->close(ctx->instance);
+    ctx->instance = NULL;
+    free(ctx->selection_log);
+    ctx->selection_log = NULL;
+    pthread_mutex_destroy(&ctx->lock);
+}
+
+/* ---- workspaces ----------------------------------------------------------------------- */
+
+static size_t slot_index(unsigned long long id, size_t mask)
+{
+    /* splitmix64 finaliser: stream ids are small consecutive integers */
+    unsigned long long z = id + 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return (size_t)(z ^ (z >> 31)) & mask;
+}
+
+static gs_workspace_slot *find_slot(gs_workspace_slot *slots, size_t nslots, unsigned long long id)
+{
+    size_t mask = nslots - 1;
+    for (size_t i = slot_index(id, mask);; i = (i + 1) & mask)
+        if (slots[i].stream_id == id || slots[i].stream_id == 0)
+            return &slots[i];
+}
+
+static gs_status grow_table(gs_context *ctx)
+{
+    size_t n = ctx->nslots ? ctx->nslots * 2 : 16;
+    gs_workspace_slot *slots = calloc(n, sizeof *slots);
+    if (!slots)
+        return gs_fail(GS_ERROR_OUT_OF_MEMORY, "out of host memory for the workspace table (%zu slots)", n);
+    for (size_t i = 0; i < ctx->nslots; i++)
+        if (ctx->slots[i].stream_id)
+            *find_slot(slots, n, ctx->slots[i].stream_id) = ctx->slots[i];
+    free(ctx->slots);
+    ctx->slots = slots;
+    ctx->nslots = n;
+    return GS_SUCCESS;
+}
+
+/* Allocates and zero-fills a workspace. Runs once per stream, never on the hot path. It
+ * must also work while some stream is being captured into a graph: the thread's capture
+ * mode is relaxed for the allocation, and the zero fill goes to a private non-blocking
+ * stream (a legacy-stream memset would join the capture and invalidate it). */
+static gs_status new_workspace(gs_context *ctx, CUdeviceptr *out)
+{
+    const gs_driver *d = ctx->drv;
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    CUresult rc = d->cuThreadExchangeStreamCaptureMode(&mode);
+    if (rc != CUDA_SUCCESS)
+        return gs_cuda_error(d, rc, "cuThreadExchangeStreamCaptureMode");
+    gs_status st = GS_SUCCESS;
+    CUdeviceptr buf = 0;
+    if (!ctx->zero_stream && (rc = d->cuStreamCreate(&ctx->zero_stream, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS) {
+        ctx->zero_stream = NULL;
+        st = gs_cuda_error(d, rc, "cuStreamCreate(non-blocking) for workspace initialisation");
+    } else if ((rc = d->cuMemAlloc(&buf, (size_t)ctx->workspace_bytes)) != CUDA_SUCCESS) {
+        st = gs_cuda_error(d, rc, "cuMemAlloc(%llu bytes) for a stream workspace",
+                           (unsigned long long)ctx->workspace_bytes);
+    } else if ((rc = d->cuMemsetD8Async(buf, 0, (size_t)ctx->workspace_bytes, ctx->zero_stream)) != CUDA_SUCCESS ||
+               (rc = d->cuStreamSynchronize(ctx->zero_stream)) != CUDA_SUCCESS) {
+        st = gs_cuda_error(d, rc, "zero-filling a new stream workspace");
+        d->cuMemFree(buf);
+    }
+    CUstreamCaptureMode restore = mode;
+    d->cuThreadExchangeStreamCaptureMode(&restore);
+    if (st == GS_SUCCESS)
+        *out = buf;
+    return st;
+}
+
+gs_status gs_workspace_get(gs_context *ctx, CUstream stream, CUdeviceptr *buffer)
+{
+    unsigned long long id = 0;
+    CUresult rc = ctx->drv->cuStreamGetId(stream, &id);
+    if (rc != CUDA_SUCCESS)
+        return gs_cuda_error(ctx->drv, rc, "cuStreamGetId(stream %p)", (void *)stream);
+    if (id == 0)
+        return gs_fail(GS_ERROR_INTERNAL, "cuStreamGetId returned id 0 for stream %p", (void *)stream);
+
+    pthread_mutex_lock(&ctx->lock);
+    gs_status st = GS_SUCCESS;
+    gs_workspace_slot *slot = ctx->nslots ? find_slot(ctx->slots, ctx->nslots, id) : NULL;
+    if (!slot || slot->stream_id == 0) {
+        CUdeviceptr buf = 0;
+        st = new_workspace(ctx, &buf);
+        if (st == GS_SUCCESS && (ctx->nused + 1) * 2 > ctx->nslots)
+            st = grow_table(ctx);
+        if (st == GS_SUCCESS) {
+            slot = find_slot(ctx->slots, ctx->nslots, id);
+            slot->stream_id = id;
+            slot->buffer = buf;
+            ctx->nused++;
+            gs_trace("workspace: stream %p (id %llu): %llu bytes at 0x%llx", (void *)stream, id,
+                     (unsigned long long)ctx->workspace_bytes, (unsigned long long)buf);
+        } else if (buf) {
+            ctx->drv->cuMemFree(buf);
+        }
+    }
+    if (st == GS_SUCCESS)
+        *buffer = slot->buffer;
+    pthread_mutex_unlock(&ctx->lock);
+    return st;
+}
+
+/* ---- public: create, destroy, info ---------------------------------------------------- */
+
+/* Pushes ctx->cu unless it is already current; returns whether a pop is owed. */
+static int push_if_needed(const gs_driver *d, CUcontext cu)
+{
+    CUcontext cur = NULL;
+    if (d->cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == cu)
+        return 0;
+    return d->cuCtxPushCurrent(cu) == CUDA_SUCCESS;
+}
+
+static void pop_if(const gs_driver *d, int pushed)
+{
+    CUcontext popped;
+    if (pushed)
+        d->cuCtxPopCurrent(&popped);
+}
+
+static gs_status open_device(const gs_driver *drv, int device, CUdevice *dev)
+{
+    int count = 0;
+    CUresult rc = drv->cuDeviceGetCount(&count);
+    if (rc != CUDA_SUCCESS)
+        return gs_cuda_error(drv, rc, "cuDeviceGetCount");
+    if (device < 0 || device >= count)
+        return gs_fail(GS_ERROR_NO_DEVICE, "device %d does not exist (%d CUDA device%s visible)", device, count,
+                       count == 1 ? "" : "s");
+    rc = drv->cuDeviceGet(dev, device);
+    if (rc != CUDA_SUCCESS)
+        return gs_cuda_error(drv, rc, "cuDeviceGet(%d)", device);
+    return GS_SUCCESS;
+}
+
+/* Makes a context on the primary context of `device`; `is_default` marks library-owned. */
+static gs_status create_on_primary(const gs_driver *drv, int device, int is_default, gs_context **out)
+{
+    CUdevice dev;
+    gs_status st = open_device(drv, device, &dev);
+    if (st != GS_SUCCESS)
+        return st;
+    gs_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return gs_fail(GS_ERROR_OUT_OF_MEMORY, "out of host memory for a context");
+    CUcontext cu;
+    CUresult rc = drv->cuDevicePrimaryCtxRetain(&cu, dev);
+    if (rc != CUDA_SUCCESS) {
+        free(ctx);
+        return gs_cuda_error(drv, rc, "cuDevicePrimaryCtxRetain(device %d)", device);
+    }
+    ctx->owns_primary = 1;
+    ctx->is_default = is_default;
+    int pushed = push_if_needed(drv, cu);
+    st = gs_context_init(ctx, drv, cu, dev, device);
+    if (st != GS_SUCCESS)
+        gs_context_fini(ctx);
+    pop_if(drv, pushed);
+    if (st != GS_SUCCESS) {
+        drv->cuDevicePrimaryCtxRelease(dev);
+        free(ctx);
+        return st;
+    }
+    *out = ctx;
+    return GS_SUCCESS;
+}
+
+GS_API gs_status gs_context_create(int device, gs_context **out)
+{
+    gs_clear_error();
+    if (!out)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_context_create: the output pointer is NULL");
+    *out = NULL;
+    gs_status st;
+    const gs_driver *drv = gs_driver_get(&st);
+    if (!drv)
+        return st;
+    return create_on_primary(drv, device, 0, out);
+}
+
+GS_API gs_status gs_context_destroy(gs_context *ctx)
+{
+    gs_clear_error();
+    if (!ctx)
+        return GS_SUCCESS;
+    if (ctx->is_default)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT,
+                       "gs_context_destroy: this is a library-owned default context, not one from gs_context_create");
+    const gs_driver *drv = ctx->drv;
+    int pushed = push_if_needed(drv, ctx->cu);
+    gs_context_fini(ctx);
+    pop_if(drv, pushed);
+    if (ctx->owns_primary)
+        drv->cuDevicePrimaryCtxRelease(ctx->device);
+    free(ctx);
+    return GS_SUCCESS;
+}
+
+GS_API gs_status gs_context_get_info(const gs_context *ctx, gs_context_info *info)
+{
+    gs_clear_error();
+    if (!ctx || !info)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_context_get_info: %s is NULL", ctx ? "info" : "ctx");
+    if (info->struct_size < offsetof(gs_context_info, device) + sizeof info->device)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_context_get_info: info->struct_size (%u) is too small",
+                       info->struct_size);
+#define GS_SET(field, value)                                                         \
+    if (info->struct_size >= offsetof(gs_context_info, field) + sizeof info->field) \
+        info->field = (value);
+    GS_SET(device, ctx->ordinal)
+    GS_SET(cc_major, ctx->cc_major)
+    GS_SET(cc_minor, ctx->cc_minor)
+    GS_SET(multiprocessor_count, ctx->sm_count)
+    GS_SET(device_name, ctx->device_name)
+    GS_SET(backend_name, ctx->backend->ops->name)
+    GS_SET(backend_path, ctx->backend->path)
+    GS_SET(selection_log, ctx->selection_log ? ctx->selection_log : "")
+#undef GS_SET
+    return GS_SUCCESS;
+}
+
+/* ---- default contexts ----------------------------------------------------------------- */
+
+/* Library-owned contexts, one per CUDA context (by cuCtxGetId), kept for the life of the
+ * process. A thread-local cache makes the common case (same CUDA context as last time)
+ * two cheap driver queries and no lock. */
+typedef struct default_entry {
+    struct default_entry *next;
+    gs_context *ctx;
+} default_entry;
+
+static pthread_mutex_t g_default_lock = PTHREAD_MUTEX_INITIALIZER;
+static default_entry *g_defaults;
+static _Thread_local gs_context *t_last_default;
+
+static gs_status create_default_for(const gs_driver *drv, CUcontext cu, unsigned long long id, gs_context **out)
+{
+    CUdevice dev;
+    CUresult rc = drv->cuCtxGetDevice(&dev);
+    if (rc != CUDA_SUCCESS)
+        return gs_cuda_error(drv, rc, "cuCtxGetDevice for the current context");
+    /* The device ordinal of `dev`: CUdevice values are ordinals in every driver so far,
+     * but find it properly. */
+    int count = 0, ordinal = -1;
+    drv->cuDeviceGetCount(&count);
+    for (int i = 0; i < count; i++) {
+        CUdevice d;
+        if (drv->cuDeviceGet(&d, i) == CUDA_SUCCESS && d == dev) {
+            ordinal = i;
+            break;
+        }
+    }
+    gs_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return gs_fail(GS_ERROR_OUT_OF_MEMORY, "out of host memory for a default context");
+    ctx->is_default = 1;
+    gs_status st = gs_context_init(ctx, drv, cu, dev, ordinal);
+    if (st != GS_SUCCESS) {
+        gs_context_fini(ctx);
+        free(ctx);
+        return st;
+    }
+    (void)id;
+    *out = ctx;
+    return GS_SUCCESS;
+}
+
+gs_status gs_default_context(const gs_driver *drv, gs_context **out)
+{
+    CUcontext cu = NULL;
+    CUresult rc = drv->cuCtxGetCurrent(&cu);
+    if (rc != CUDA_SUCCESS)
+        return gs_cuda_error(drv, rc, "cuCtxGetCurrent");
+    unsigned long long id = 0;
+    if (cu) {
+        rc = drv->cuCtxGetId(cu, &id);
+        if (rc != CUDA_SUCCESS)
+            return gs_cuda_error(drv, rc, "cuCtxGetId of the current context");
+        gs_context *last = t_last_default;
+        if (last && last->cu == cu && last->cu_id == id) {
+            *out = last;
+            return GS_SUCCESS;
+        }
+    }
+
+    pthread_mutex_lock(&g_default_lock);
+    gs_status st = GS_SUCCESS;
+    gs_context *found = NULL;
+    if (!cu) {
+        /* No current context: device 0's primary context, as the runtime would pick. Its
+         * default context retains it for the life of the process. */
+        for (default_entry *e = g_defaults; e; e = e->next)
+            if (e->ctx->owns_primary && e->ctx->ordinal == 0) {
+                found = e->ctx;
+                break;
+            }
+        if (!found)
+            st = create_on_primary(drv, 0, 1, &found);
+    } else {
+        for (default_entry *e = g_defaults; e; e = e->next)
+            if (e->ctx->cu_id == id) {
+                found = e->ctx;
+                break;
+            }
+        if (!found)
+            st = create_default_for(drv, cu, id, &found);
+    }
+    if (st == GS_SUCCESS && found) {
+        int known = 0;
+        for (default_entry *e = g_defaults; e; e = e->next)
+            known |= e->ctx == found;
+        if (!known) {
+            default_entry *e = malloc(sizeof *e);
+            if (!e) {
+                st = gs_fail(GS_ERROR_OUT_OF_MEMORY, "out of host memory for a default context");
+            } else {
+                e->ctx = found;
+                e->next = g_defaults;
+                g_defaults = e;
+                gs_trace("context: default context for CUDA context id %llu on device %d", found->cu_id,
+                         found->ordinal);
+            }
+        }
+    }
+    pthread_mutex_unlock(&g_default_lock);
+    if (st != GS_SUCCESS)
+        return st;
+    if (cu)
+        t_last_default = found;
+    *out = found;
+    return GS_SUCCESS;
+}
+
+/* ---- the hot path --------------------------------------------------------------------- */
+
+GS_API gs_status gs_reduce(gs_context *ctx, const void *in, uint64_t n, gs_dtype dtype, gs_op op, void *out,
+                           gs_stream stream)
+{
+    gs_clear_error();
+    /* Cheap checks first: they need no driver, so a caller learns of them anywhere. */
+    if (!gs_dtype_valid((int)dtype))
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_reduce: dtype %d is not a gs_dtype", (int)dtype);
+    if (!gs_op_valid((int)op))
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_reduce: op %d is not a gs_op", (int)op);
+    if (!gs_op_defined(dtype, op))
+        return gs_fail(GS_ERROR_UNSUPPORTED, "gs_reduce: op %s is not defined for dtype %s", gs_op_name(op),
+                       gs_dtype_name(dtype));
+    if (!out)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_reduce: out is NULL");
+    if (!in && n)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_reduce: in is NULL but n is %llu", (unsigned long long)n);
+    uint64_t esize = gs_dtype_size(dtype);
+    if (n > (UINT64_MAX - (uint64_t)(uintptr_t)in) / esize)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_reduce: n = %llu elements of %s from %p wrap around memory",
+                       (unsigned long long)n, gs_dtype_name(dtype), in);
+
+    gs_status st;
+    const gs_driver *drv = gs_driver_get(&st);
+    if (!drv)
+        return st;
+    if (!ctx && (st = gs_default_context(drv, &ctx)) != GS_SUCCESS)
+        return st;
+    if (!(ctx->supported[dtype] & (1u << op)))
+        return gs_fail(GS_ERROR_UNSUPPORTED, "gs_reduce: backend %s does not implement %s over %s",
+                       ctx->backend->ops->name, gs_op_name(op), gs_dtype_name(dtype));
+
+    int pushed = push_if_needed(drv, ctx->cu);
+    gs_backend_reduce_args args = {
+        .struct_size = sizeof args,
+        .dtype = dtype,
+        .op = op,
+        .in = (CUdeviceptr)(uintptr_t)in,
+        .n = n,
+        .out = (CUdeviceptr)(uintptr_t)out,
+        .stream = (CUstream)stream,
+        .workspace_bytes = ctx->workspace_bytes,
+    };
+    st = gs_workspace_get(ctx, args.stream, &args.workspace);
+    if (st == GS_SUCCESS)
+        st = ctx->backend->ops->reduce(ctx->instance, &args);
+    pop_if(drv, pushed);
+    return st;
+}

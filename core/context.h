@@ -1,0 +1,55 @@
+/* gs_context: one CUDA context, the backend chosen for its device, and the per-stream
+ * workspaces. */
+#ifndef GS_CORE_CONTEXT_H
+#define GS_CORE_CONTEXT_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "driver.h"
+#include "loader.h"
+
+/* One device buffer per stream: launches on one stream are ordered, launches on two
+ * streams never share a counter. Keyed by cuStreamGetId, which is unique for the life of
+ * the process, so a stream handle reused after cuStreamDestroy never finds the old one. */
+typedef struct gs_workspace_slot {
+    unsigned long long stream_id; /* 0 = empty */
+    CUdeviceptr buffer;
+} gs_workspace_slot;
+
+struct gs_context {
+    const gs_driver *drv;
+    CUcontext cu;
+    unsigned long long cu_id; /* cuCtxGetId: distinguishes a re-created primary context */
+    CUdevice device;
+    int ordinal;
+    int owns_primary; /* retained the device's primary context (gs_context_create) */
+    int is_default;   /* owned by the library, never destroyed by the user */
+    int cc_major, cc_minor, sm_count, max_threads_per_sm;
+    char device_name[256];
+
+    const gs_backend_file *backend;
+    gs_backend_instance *instance;
+    uint64_t workspace_bytes;
+    /* supported[dtype] has bit op set when the backend implements (dtype, op). */
+    uint32_t supported[16];
+    char *selection_log;
+
+    pthread_mutex_t lock; /* guards the workspace table and the zeroing stream */
+    gs_workspace_slot *slots;
+    size_t nslots, nused; /* open addressing, nslots a power of two */
+    CUstream zero_stream; /* private non-blocking stream that zero-fills new workspaces */
+};
+
+/* Runs the backend selection for device `dev` with `cu` current; fills ctx. */
+gs_status gs_context_init(gs_context *ctx, const gs_driver *drv, CUcontext cu, CUdevice dev, int ordinal);
+void gs_context_fini(gs_context *ctx);
+
+/* The default context for the calling thread's current CUDA context (device 0's primary
+ * context when there is none). */
+gs_status gs_default_context(const gs_driver *drv, gs_context **out);
+
+/* The workspace of `stream` in ctx, made on first use. ctx->cu must be current. */
+gs_status gs_workspace_get(gs_context *ctx, CUstream stream, CUdeviceptr *buffer);
+
+#endif

@@ -1,0 +1,404 @@
+#define _GNU_SOURCE
+#include "loader.h"
+
+#include <ctype.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "driver.h"
+#include "error.h"
+
+#ifndef GS_BACKEND_DIR
+#  error "GS_BACKEND_DIR (the configured backend directory) must be defined by the build"
+#endif
+
+void gs_strbuf_appendf(gs_strbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int need = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (need < 0)
+        return;
+    if (b->len + (size_t)need + 2 > b->cap) {
+        size_t cap = (b->cap ? b->cap * 2 : 256);
+        while (cap < b->len + (size_t)need + 2)
+            cap *= 2;
+        char *p = realloc(b->data, cap);
+        if (!p)
+            return; /* the log is diagnostics only */
+        b->data = p;
+        b->cap = cap;
+    }
+    va_start(ap, fmt);
+    vsnprintf(b->data + b->len, b->cap - b->len, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)need;
+    b->data[b->len++] = '\n';
+    b->data[b->len] = '\0';
+}
+
+/* ---- the host table ------------------------------------------------------------------- */
+
+static void host_log(int level, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    gs_logv(level, fmt, ap);
+    va_end(ap);
+}
+
+static void host_set_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    gs_set_errorv(fmt, ap);
+    va_end(ap);
+}
+
+static pthread_once_t g_host_once = PTHREAD_ONCE_INIT;
+static gs_backend_host g_host;
+
+static void fill_host(void)
+{
+    gs_status st;
+    const gs_driver *d = gs_driver_get(&st);
+    g_host.struct_size = sizeof g_host;
+    g_host.abi_version = GS_BACKEND_ABI_VERSION;
+    g_host.log = host_log;
+    g_host.set_error = host_set_error;
+    if (!d)
+        return; /* backends are only loaded once a device exists, so this is not reached */
+    g_host.cuGetErrorName = d->cuGetErrorName;
+    g_host.cuDeviceGetAttribute = d->cuDeviceGetAttribute;
+    g_host.cuModuleLoadData = d->cuModuleLoadData;
+    g_host.cuModuleUnload = d->cuModuleUnload;
+    g_host.cuModuleGetFunction = d->cuModuleGetFunction;
+    g_host.cuFuncGetAttribute = d->cuFuncGetAttribute;
+    g_host.cuFuncSetAttribute = d->cuFuncSetAttribute;
+    g_host.cuOccupancyMaxActiveBlocksPerMultiprocessor = d->cuOccupancyMaxActiveBlocksPerMultiprocessor;
+    g_host.cuLaunchKernel = d->cuLaunchKernel;
+    g_host.cuGetProcAddress = d->cuGetProcAddress;
+}
+
+const gs_backend_host *gs_backend_host_table(void)
+{
+    pthread_once(&g_host_once, fill_host);
+    return &g_host;
+}
+
+/* ---- loading one file ----------------------------------------------------------------- */
+
+/* Remembered outcome of loading one path (sticky, as NCCL does with plugins). */
+typedef struct loaded_entry {
+    struct loaded_entry *next;
+    gs_backend_file file;
+    gs_status status;
+    char *message;
+} loaded_entry;
+
+static pthread_mutex_t g_loaded_lock = PTHREAD_MUTEX_INITIALIZER;
+static loaded_entry *g_loaded;
+
+/* Offsets of the v1 members every backend must fill. */
+#define OPS_V1_END (offsetof(gs_backend_ops, reduce) + sizeof(((gs_backend_ops *)0)->reduce))
+
+static gs_status load_file_uncached(const char *path, const gs_backend_ops **ops_out)
+{
+    /* RTLD_LOCAL: backends' own symbols never interpose on the application's. */
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return gs_fail(GS_ERROR_BACKEND_INIT_FAILED, "%s: cannot load: %s", path, dlerror());
+    gs_backend_entry_v1_fn entry = (gs_backend_entry_v1_fn)dlsym(h, GS_BACKEND_ENTRY_V1_NAME);
+    if (!entry) {
+        dlclose(h);
+        return gs_fail(GS_ERROR_BACKEND_INCOMPLETE, "%s: not a gridsync backend: no symbol %s", path,
+                       GS_BACKEND_ENTRY_V1_NAME);
+    }
+    const gs_backend_ops *ops = NULL;
+    gs_clear_error();
+    gs_status st = entry(GS_BACKEND_ABI_VERSION, gs_backend_host_table(), &ops);
+    if (st != GS_SUCCESS) {
+        char detail[512];
+        snprintf(detail, sizeof detail, "%s", gs_last_error_message());
+        dlclose(h);
+        if (st == GS_ERROR_BACKEND_ABI_MISMATCH)
+            return gs_fail(st, "%s: the backend refused backend ABI %u.%u%s%s", path, GS_BACKEND_ABI_MAJOR,
+                           GS_BACKEND_ABI_MINOR, detail[0] ? ": " : "", detail);
+        return gs_fail(GS_ERROR_BACKEND_INIT_FAILED, "%s: %s returned %s%s%s", path, GS_BACKEND_ENTRY_V1_NAME,
+                       gs_status_string(st), detail[0] ? ": " : "", detail);
+    }
+    if (!ops) {
+        dlclose(h);
+        return gs_fail(GS_ERROR_BACKEND_INCOMPLETE, "%s: %s succeeded but returned no ops table", path,
+                       GS_BACKEND_ENTRY_V1_NAME);
+    }
+    if (GS_BACKEND_ABI_VERSION_MAJOR(ops->abi_version) != GS_BACKEND_ABI_MAJOR) {
+        unsigned maj = GS_BACKEND_ABI_VERSION_MAJOR(ops->abi_version), min = ops->abi_version & 0xffffu;
+        dlclose(h);
+        return gs_fail(GS_ERROR_BACKEND_ABI_MISMATCH,
+                       "%s: backend ABI %u.%u, but this libgridsync speaks %u.%u (the major must match)", path,
+                       maj, min, GS_BACKEND_ABI_MAJOR, GS_BACKEND_ABI_MINOR);
+    }
+    const char *missing = NULL;
+    if (ops->struct_size < OPS_V1_END)
+        missing = "(ops table too small for ABI 1.0)";
+    else if (!ops->name || !ops->name[0])
+        missing = "name";
+    else if (!ops->open)
+        missing = "open";
+    else if (!ops->close)
+        missing = "close";
+    else if (!ops->query_reduce)
+        missing = "query_reduce";
+    else if (!ops->workspace_size)
+        missing = "workspace_size";
+    else if (!ops->reduce)
+        missing = "reduce";
+    if (missing) {
+        dlclose(h);
+        return gs_fail(GS_ERROR_BACKEND_INCOMPLETE, "%s: backend lacks required member %s", path, missing);
+    }
+    *ops_out = ops; /* the handle stays open: the ops point into it */
+    return GS_SUCCESS;
+}
+
+static gs_status load_file(const char *path, const gs_backend_file **out)
+{
+    pthread_mutex_lock(&g_loaded_lock);
+    loaded_entry *e;
+    for (e = g_loaded; e; e = e->next)
+        if (strcmp(e->file.path, path) == 0)
+            break;
+    if (!e) {
+        e = calloc(1, sizeof *e);
+        char *p = strdup(path);
+        if (!e || !p) {
+            free(e);
+            free(p);
+            pthread_mutex_unlock(&g_loaded_lock);
+            return gs_fail(GS_ERROR_OUT_OF_MEMORY, "out of host memory loading %s", path);
+        }
+        e->file.path = p;
+        e->status = load_file_uncached(path, &e->file.ops);
+        if (e->status != GS_SUCCESS)
+            e->message = strdup(gs_last_error_message());
+        e->next = g_loaded;
+        g_loaded = e;
+    } else if (e->status != GS_SUCCESS) {
+        gs_set_error("%s", e->message ? e->message : path);
+    }
+    pthread_mutex_unlock(&g_loaded_lock);
+    *out = &e->file;
+    return e->status;
+}
+
+/* ---- search directories --------------------------------------------------------------- */
+
+#define MAX_DIRS 32
+
+typedef struct dir_list {
+    char *dirs[MAX_DIRS];
+    int n;
+} dir_list;
+
+static void add_dir(dir_list *l, const char *dir, size_t len, const char *origin)
+{
+    if (len == 0)
+        return;
+    if (dir[0] != '/') {
+        gs_trace("loader: ignoring relative directory '%.*s' from %s", (int)len, dir, origin);
+        return;
+    }
+    for (int i = 0; i < l->n; i++)
+        if (strlen(l->dirs[i]) == len && memcmp(l->dirs[i], dir, len) == 0)
+            return;
+    if (l->n == MAX_DIRS)
+        return;
+    char *d = strndup(dir, len);
+    if (d)
+        l->dirs[l->n++] = d;
+}
+
+static void free_dirs(dir_list *l)
+{
+    for (int i = 0; i < l->n; i++)
+        free(l->dirs[i]);
+    l->n = 0;
+}
+
+static void search_dirs(dir_list *l)
+{
+    l->n = 0;
+    const char *path = gs_getenv("GRIDSYNC_BACKEND_PATH");
+    if (path) {
+        const char *p = path;
+        while (*p) {
+            const char *colon = strchr(p, ':');
+            size_t len = colon ? (size_t)(colon - p) : strlen(p);
+            add_dir(l, p, len, "GRIDSYNC_BACKEND_PATH");
+            p += len;
+            if (*p == ':')
+                p++;
+        }
+    }
+    /* Next to the loaded libgridsync: <dir of libgridsync.so.1>/gridsync, so an installed
+     * tree moved to another prefix keeps finding its backends. */
+    Dl_info info;
+    if (dladdr((void *)gs_select_backend, &info) && info.dli_fname && info.dli_fname[0] == '/') {
+        const char *slash = strrchr(info.dli_fname, '/');
+        char buf[PATH_MAX];
+        int len = snprintf(buf, sizeof buf, "%.*s/gridsync", (int)(slash - info.dli_fname), info.dli_fname);
+        if (len > 0 && (size_t)len < sizeof buf)
+            add_dir(l, buf, (size_t)len, "the location of libgridsync");
+    }
+    add_dir(l, GS_BACKEND_DIR, strlen(GS_BACKEND_DIR), "the configured backend directory");
+}
+
+static int valid_backend_name(const char *name)
+{
+    if (!*name || strlen(name) > 64)
+        return 0;
+    for (const char *c = name; *c; c++)
+        if (!isalnum((unsigned char)*c) && *c != '_' && *c != '-')
+            return 0;
+    return 1;
+}
+
+/* Finds gridsync-<name>.so in the search directories; NULL (with a log line) if absent. */
+static char *find_backend(const dir_list *dirs, const char *name, gs_strbuf *log)
+{
+    for (int i = 0; i < dirs->n; i++) {
+        char path[PATH_MAX];
+        int len = snprintf(path, sizeof path, "%s/gridsync-%s.so", dirs->dirs[i], name);
+        if (len < 0 || (size_t)len >= sizeof path)
+            continue;
+        struct stat sb;
+        if (stat(path, &sb) == 0) {
+            gs_trace("loader: %s: found %s", name, path);
+            return strdup(path);
+        }
+        gs_trace("loader: %s: not in %s (%s)", name, dirs->dirs[i], strerror(errno));
+    }
+    gs_strbuf_appendf(log, "%s: not found: no gridsync-%s.so in any search directory", name, name);
+    return NULL;
+}
+
+typedef struct attempt {
+    gs_status first_status; /* of the most preferred backend whose file existed */
+    int any_found;
+    gs_strbuf reasons;      /* "name: reason; ..." for the final message */
+} attempt;
+
+/* Loads `path` and offers it to the device. Returns GS_SUCCESS when accepted. */
+static gs_status try_path(const char *label, const char *path, gs_backend_try_fn try_fn, void *user,
+                          gs_strbuf *log, attempt *a)
+{
+    const gs_backend_file *file = NULL;
+    gs_status st = load_file(path, &file);
+    if (st == GS_SUCCESS) {
+        gs_clear_error();
+        st = try_fn(file, user);
+        if (st == GS_SUCCESS) {
+            gs_strbuf_appendf(log, "%s: %s: chosen", label, path);
+            gs_trace("loader: %s: %s: chosen", label, path);
+            return GS_SUCCESS;
+        }
+    }
+    const char *why = gs_last_error_message();
+    gs_strbuf_appendf(log, "%s: %s: skipped: %s: %s", label, path, gs_status_string(st), why);
+    gs_trace("loader: %s: skipped: %s", label, why);
+    if (!a->any_found)
+        a->first_status = st;
+    a->any_found = 1;
+    if (a->reasons.len)
+        a->reasons.data[a->reasons.len - 1] = ';'; /* keep it one line */
+    gs_strbuf_appendf(&a->reasons, "%s %s", label, why);
+    return st;
+}
+
+static gs_status finish(attempt *a, gs_status fallback_status, const char *what)
+{
+    gs_status st = a->any_found ? a->first_status : fallback_status;
+    if (a->reasons.len)
+        a->reasons.data[a->reasons.len - 1] = '\0';
+    gs_fail(st, "%s%s%s", what, a->reasons.len ? ": " : "", a->reasons.len ? a->reasons.data : "");
+    free(a->reasons.data);
+    return st;
+}
+
+gs_status gs_select_backend(int cc_major, int cc_minor, gs_backend_try_fn try_fn, void *user, gs_strbuf *log)
+{
+    attempt a = {0};
+    const char *forced = gs_getenv("GRIDSYNC_BACKEND");
+    if (forced && *forced) {
+        gs_strbuf_appendf(log, "GRIDSYNC_BACKEND=%s forces the backend", forced);
+        if (forced[0] == '/') {
+            if (try_path(forced, forced, try_fn, user, log, &a) == GS_SUCCESS)
+                return GS_SUCCESS;
+            return finish(&a, GS_ERROR_BACKEND_NOT_FOUND, "the backend forced by GRIDSYNC_BACKEND failed");
+        }
+        if (strchr(forced, '/') || !valid_backend_name(forced)) {
+            gs_strbuf_appendf(log, "GRIDSYNC_BACKEND=%s: neither a backend name nor an absolute path", forced);
+            return gs_fail(GS_ERROR_BACKEND_NOT_FOUND,
+                           "GRIDSYNC_BACKEND=%s is neither a backend name ([A-Za-z0-9_-]) nor an absolute "
+                           "path to a backend file",
+                           forced);
+        }
+        dir_list dirs;
+        search_dirs(&dirs);
+        char *path = find_backend(&dirs, forced, log);
+        free_dirs(&dirs);
+        if (!path)
+            return gs_fail(GS_ERROR_BACKEND_NOT_FOUND,
+                           "GRIDSYNC_BACKEND=%s: no file gridsync-%s.so in GRIDSYNC_BACKEND_PATH, next to "
+                           "libgridsync, or in %s",
+                           forced, forced, GS_BACKEND_DIR);
+        gs_status st = try_path(forced, path, try_fn, user, log, &a);
+        free(path);
+        if (st == GS_SUCCESS)
+            return GS_SUCCESS;
+        return finish(&a, GS_ERROR_BACKEND_NOT_FOUND, "the backend forced by GRIDSYNC_BACKEND failed");
+    }
+
+    /* The preference list. 1.1 is the oldest generation with global atomics, which the
+     * last-block guard needs; __syncthreads_or arrived with 2.0. */
+    const char *prefs[2];
+    int nprefs = 0;
+    if (cc_major >= 2)
+        prefs[nprefs++] = "cuda_sm20";
+    if (cc_major >= 2 || (cc_major == 1 && cc_minor >= 1))
+        prefs[nprefs++] = "cuda_sm11_compat";
+    gs_strbuf_appendf(log, "compute capability %d.%d: trying %s%s%s", cc_major, cc_minor,
+                      nprefs ? prefs[0] : "(none: the device lacks global atomics)", nprefs > 1 ? ", then " : "",
+                      nprefs > 1 ? prefs[1] : "");
+    if (!nprefs)
+        return gs_fail(GS_ERROR_NO_KERNEL_IMAGE,
+                       "compute capability %d.%d is too old: gridsync needs 1.1 or newer", cc_major, cc_minor);
+
+    dir_list dirs;
+    search_dirs(&dirs);
+    for (int i = 0; i < dirs.n; i++)
+        gs_trace("loader: search directory %d: %s", i, dirs.dirs[i]);
+    for (int i = 0; i < nprefs; i++) {
+        char *path = find_backend(&dirs, prefs[i], log);
+        if (!path)
+            continue;
+        gs_status st = try_path(prefs[i], path, try_fn, user, log, &a);
+        free(path);
+        if (st == GS_SUCCESS) {
+            free_dirs(&dirs);
+            free(a.reasons.data);
+            return GS_SUCCESS;
+        }
+    }
+    free_dirs(&dirs);
+    return finish(&a, GS_ERROR_BACKEND_NOT_FOUND, "no usable gridsync backend");
+}

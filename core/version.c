@@ -1,0 +1,42 @@
+#include "gridsync.h"
+
+#include "driver.h"
+#include "error.h"
+
+GS_API uint32_t gs_version(void)
+{
+    return GS_VERSION;
+}
+
+GS_API const char *gs_version_string(void)
+{
+    return GS_VERSION_STRING;
+}
+
+GS_API gs_status gs_driver_version(int *version)
+{
+    gs_clear_error();
+    if (!version)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_driver_version: version is NULL");
+    gs_status st;
+    gs_driver_get(&st);
+    /* A driver library without a device still has a version. */
+    *version = gs_driver_version_loaded();
+    return *version > 0 ? GS_SUCCESS : st;
+}
+
+GS_API gs_status gs_device_count(int *count)
+{
+    gs_clear_error();
+    if (!count)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_device_count: count is NULL");
+    *count = 0;
+    gs_status st;
+    const gs_driver *drv = gs_driver_get(&st);
+    if (!drv)
+        return st == GS_ERROR_NO_DEVICE ? GS_SUCCESS : st;
+    CUresult rc = drv->cuDeviceGetCount(count);
+    if (rc != CUDA_SUCCESS)
+        return gs_cuda_error(drv, rc, "cuDeviceGetCount");
+    return GS_SUCCESS;
+}
