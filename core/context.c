@@ -466,6 +466,12 @@ GS_API gs_status gs_reduce(gs_context *ctx, const void *in, uint64_t n, gs_dtype
     if (!in && n)
         return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_reduce: in is NULL but n is %llu", (unsigned long long)n);
     uint64_t esize = gs_dtype_size(dtype);
+    if ((uintptr_t)in % esize)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_reduce: in = %p is not aligned to its %s elements (%llu bytes)",
+                       in, gs_dtype_name(dtype), (unsigned long long)esize);
+    if ((uintptr_t)out % gs_result_size(dtype, op))
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_reduce: out = %p is not aligned to its %llu-byte result", out,
+                       (unsigned long long)gs_result_size(dtype, op));
     if (n > (UINT64_MAX - (uint64_t)(uintptr_t)in) / esize)
         return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_reduce: n = %llu elements of %s from %p wrap around memory",
                        (unsigned long long)n, gs_dtype_name(dtype), in);

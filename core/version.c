@@ -33,8 +33,12 @@ GS_API gs_status gs_device_count(int *count)
     *count = 0;
     gs_status st;
     const gs_driver *drv = gs_driver_get(&st);
-    if (!drv)
-        return st == GS_ERROR_NO_DEVICE ? GS_SUCCESS : st;
+    if (!drv) {
+        if (st != GS_ERROR_NO_DEVICE)
+            return st;
+        gs_clear_error(); /* no device is an answer here, not a failure */
+        return GS_SUCCESS;
+    }
     CUresult rc = drv->cuDeviceGetCount(count);
     if (rc != CUDA_SUCCESS)
         return gs_cuda_error(drv, rc, "cuDeviceGetCount");
