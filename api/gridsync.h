@@ -148,13 +148,50 @@ GS_API gs_status gs_context_get_info(const gs_context *ctx, gs_context_info *inf
  * ctx NULL: the default context of the calling thread's current CUDA context (or device
  * 0's primary context if the thread has none), created on first use.
  *
- * Output: of type dtype for SUM/PROD/MIN/MAX/BIT_*, an int64 index for ARGMIN/ARGMAX.
- * n == 0 writes the identity of op. Integer SUM wraps (two's complement). MIN/MAX of
- * floats propagate NaN. Results are run-to-run deterministic (bitwise) for a given
- * device, backend, n and input. See docs/semantics.md for the full table.
+ * in must be aligned to its element size, out to its result's; both must be memory the
+ * device can access (device, managed, or mapped pinned host memory): anything else is
+ * GS_ERROR_INVALID_POINTER, and an input range that runs past the end of its
+ * allocation GS_ERROR_INVALID_ARGUMENT.
+ *
+ * Semantics (docs/semantics.md has the full table):
+ *  - output: of type dtype for SUM/PROD/MIN/MAX/BIT_*, an int64 index for ARGMIN/ARGMAX
+ *    (gs_reduce_ex can ask for wider outputs);
+ *  - accumulation: in the input type, except float16/bfloat16 (in float32, rounded once
+ *    at the end) and 8-bit integers (in 32 bits, wrapped to 8 at the end);
+ *  - n == 0 writes the identity: SUM 0, PROD 1, MIN +inf (integers: the type's max),
+ *    MAX -inf (the type's min), AND all ones, OR/XOR 0, ARGMIN/ARGMAX -1;
+ *  - integer SUM and PROD wrap (two's complement);
+ *  - MIN/MAX propagate NaN; ARGMIN/ARGMAX return the index of the first NaN if there
+ *    is one, else of the first minimum (maximum): ties go to the lowest index;
+ *  - bitwise ops exist for integer types only (GS_ERROR_UNSUPPORTED for floats);
+ *  - results are run-to-run deterministic, bit for bit, for a given device, backend, n
+ *    and input, also while other streams are busy.
  */
 GS_API gs_status gs_reduce(gs_context *ctx, const void *in, uint64_t n, gs_dtype dtype, gs_op op,
                            void *out, gs_stream stream);
+
+/* Output type selector for gs_reduce_options.out_dtype: gs_reduce's default. */
+#define GS_OUT_DEFAULT (-1)
+
+/*
+ * Options of gs_reduce_ex. Zero-initialise, set struct_size = sizeof(gs_reduce_options),
+ * then the fields you want; members are only ever appended, and the library reads only
+ * those that fit in struct_size, so a program built against an older header keeps working.
+ */
+typedef struct gs_reduce_options {
+    uint32_t struct_size;
+    /* A gs_dtype for the result, or GS_OUT_DEFAULT. Beyond the default, these are offered:
+     *   SUM, PROD over int8/int32 -> GS_INT64, over uint8/uint32 -> GS_UINT64
+     *     (accumulated in 64 bits, as torch.sum does);
+     *   SUM, PROD over float32 -> GS_FLOAT64 (accumulated in float64);
+     *   SUM, PROD, MIN, MAX over float16/bfloat16 -> GS_FLOAT32 (no final rounding).
+     * Anything else returns GS_ERROR_UNSUPPORTED. */
+    int32_t out_dtype;
+} gs_reduce_options;
+
+/* gs_reduce with options; opts NULL is the same as gs_reduce. */
+GS_API gs_status gs_reduce_ex(gs_context *ctx, const void *in, uint64_t n, gs_dtype dtype, gs_op op, void *out,
+                              gs_stream stream, const gs_reduce_options *opts);
 
 #ifdef __cplusplus
 }

@@ -83,13 +83,15 @@ typedef struct gs_backend_device {
     int32_t max_threads_per_multiprocessor;
 } gs_backend_device;
 
-/* One reduction. Validated by the core: in/out non-NULL (unless n == 0 for in), dtype and
- * op in range and supported by the backend (query_reduce), workspace as large as the
- * backend's workspace_size and private to `stream`. */
+/* One reduction. Validated by the core: in/out non-NULL (unless n == 0 for in), aligned
+ * and device-accessible, dtype/op/out_dtype in range and supported by the backend
+ * (query_reduce), workspace as large as the backend's workspace_size and private to
+ * `stream`. */
 typedef struct gs_backend_reduce_args {
     uint32_t struct_size;
     gs_dtype dtype;
     gs_op op;
+    gs_dtype out_dtype; /* resolved by the core: never GS_OUT_DEFAULT */
     CUdeviceptr in;
     uint64_t n;
     CUdeviceptr out;
@@ -115,8 +117,9 @@ typedef struct gs_backend_ops {
     gs_status (*open)(const gs_backend_device *device, gs_backend_instance **instance);
     /* Required. Frees what open made; the context is current. */
     void (*close)(gs_backend_instance *instance);
-    /* Required. GS_SUCCESS if this dtype/op pair is implemented, else GS_ERROR_UNSUPPORTED. */
-    gs_status (*query_reduce)(const gs_backend_instance *instance, gs_dtype dtype, gs_op op);
+    /* Required. GS_SUCCESS if op over dtype written as out_dtype is implemented, else
+     * GS_ERROR_UNSUPPORTED. */
+    gs_status (*query_reduce)(const gs_backend_instance *instance, gs_dtype dtype, gs_op op, gs_dtype out_dtype);
     /* Required. Bytes of per-stream device workspace the backend needs (<= 64 KiB). */
     uint64_t (*workspace_size)(const gs_backend_instance *instance);
     /* Required. Queues the reduction on args->stream; never synchronizes the host. */

@@ -58,10 +58,42 @@ static __device__ __forceinline__ void gs_acquire(void)
     __threadfence();
 }
 
-/* Step 5: read another block's published value without a cached (L1) load. */
+/* Step 5: read another block's published value without a cached (L1) load. Works for
+ * any trivially copyable T: scalars load as themselves, structs (a value and its index,
+ * say) word by word, since a volatile struct cannot be copied as a whole. */
+template <typename T, int kWords8 = (sizeof(T) % 8 == 0 && alignof(T) >= 8) ? (int)(sizeof(T) / 8) : 0,
+          int kWords4 = (sizeof(T) % 4 == 0 && alignof(T) >= 4) ? (int)(sizeof(T) / 4) : 0>
+struct gs_volatile_loader {
+    static __device__ __forceinline__ T load(const T *p)
+    {
+        unsigned long long w[kWords8];
+#pragma unroll
+        for (int k = 0; k < kWords8; k++)
+            w[k] = ((const volatile unsigned long long *)p)[k];
+        T v;
+        memcpy(&v, w, sizeof v);
+        return v;
+    }
+};
+template <typename T, int kWords4> struct gs_volatile_loader<T, 0, kWords4> {
+    static __device__ __forceinline__ T load(const T *p)
+    {
+        unsigned int w[kWords4];
+#pragma unroll
+        for (int k = 0; k < kWords4; k++)
+            w[k] = ((const volatile unsigned int *)p)[k];
+        T v;
+        memcpy(&v, w, sizeof v);
+        return v;
+    }
+};
+template <typename T> struct gs_volatile_loader<T, 0, 0> {
+    static __device__ __forceinline__ T load(const T *p) { return *(const volatile T *)p; }
+};
+
 template <typename T> static __device__ __forceinline__ T gs_load_volatile(const T *p)
 {
-    return *(const volatile T *)p;
+    return gs_volatile_loader<T>::load(p);
 }
 
 /* Step 7: by the last block, after its result is written. The next launch on this

@@ -46,8 +46,10 @@ static gs_status try_backend(const gs_backend_file *file, void *user)
     memset(ctx->supported, 0, sizeof ctx->supported);
     for (int d = 0; d < GS_DTYPE_COUNT; d++)
         for (int o = 0; o < GS_OP_COUNT; o++)
-            if (gs_op_defined((gs_dtype)d, (gs_op)o) && ops->query_reduce(inst, (gs_dtype)d, (gs_op)o) == GS_SUCCESS)
-                ctx->supported[d] |= 1u << o;
+            for (int r = 0; r < GS_DTYPE_COUNT; r++)
+                if (gs_op_defined((gs_dtype)d, (gs_op)o) &&
+                    ops->query_reduce(inst, (gs_dtype)d, (gs_op)o, (gs_dtype)r) == GS_SUCCESS)
+                    ctx->supported[d][o] |= (uint16_t)(1u << r);
     ctx->backend = file;
     ctx->instance = inst;
     ctx->workspace_bytes = ws;
@@ -449,8 +451,39 @@ gs_status gs_default_context(const gs_driver *drv, gs_context **out)
 
 /* ---- the hot path --------------------------------------------------------------------- */
 
+/* in/out must be memory the device can reach, and [p, p + bytes) inside one allocation.
+ * One cuPointerGetAttributes call: it does not fail on unknown pointers, it reports a
+ * memory type of 0 for them (pageable host memory, freed or never-allocated addresses). */
+static gs_status check_pointer(const gs_driver *drv, const char *name, const void *p, uint64_t bytes)
+{
+    CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                   CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+    unsigned int memtype = 0;
+    CUdeviceptr start = 0;
+    size_t size = 0;
+    void *data[] = {&memtype, &start, &size};
+    CUresult rc = drv->cuPointerGetAttributes(3, attrs, data, (CUdeviceptr)(uintptr_t)p);
+    if (rc != CUDA_SUCCESS || memtype == 0)
+        return gs_fail(GS_ERROR_INVALID_POINTER,
+                       "gs_reduce: %s = %p is not memory the device can access (not from cudaMalloc, "
+                       "cudaMallocManaged or cudaHostAlloc, or already freed)",
+                       name, p);
+    /* Some kinds of memory report no range; then there is nothing more to check. */
+    if (size && (uint64_t)(uintptr_t)p - start + bytes > size)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT,
+                       "gs_reduce: %s = %p + %llu bytes runs past the end of its allocation (%zu bytes at 0x%llx)",
+                       name, p, (unsigned long long)bytes, size, (unsigned long long)start);
+    return GS_SUCCESS;
+}
+
 GS_API gs_status gs_reduce(gs_context *ctx, const void *in, uint64_t n, gs_dtype dtype, gs_op op, void *out,
                            gs_stream stream)
+{
+    return gs_reduce_ex(ctx, in, n, dtype, op, out, stream, NULL);
+}
+
+GS_API gs_status gs_reduce_ex(gs_context *ctx, const void *in, uint64_t n, gs_dtype dtype, gs_op op, void *out,
+                              gs_stream stream, const gs_reduce_options *opts)
 {
     gs_clear_error();
     /* Cheap checks first: they need no driver, so a caller learns of them anywhere. */
@@ -461,17 +494,29 @@ GS_API gs_status gs_reduce(gs_context *ctx, const void *in, uint64_t n, gs_dtype
     if (!gs_op_defined(dtype, op))
         return gs_fail(GS_ERROR_UNSUPPORTED, "gs_reduce: op %s is not defined for dtype %s", gs_op_name(op),
                        gs_dtype_name(dtype));
+    gs_dtype out_dtype = gs_default_out(dtype, op);
+    if (opts) {
+        if (opts->struct_size < offsetof(gs_reduce_options, out_dtype) + sizeof opts->out_dtype)
+            return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_reduce_ex: opts->struct_size (%u) is too small",
+                           opts->struct_size);
+        if (opts->out_dtype != GS_OUT_DEFAULT) {
+            if (!gs_dtype_valid(opts->out_dtype))
+                return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_reduce_ex: out_dtype %d is not a gs_dtype",
+                               (int)opts->out_dtype);
+            out_dtype = (gs_dtype)opts->out_dtype;
+        }
+    }
     if (!out)
         return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_reduce: out is NULL");
     if (!in && n)
         return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_reduce: in is NULL but n is %llu", (unsigned long long)n);
-    uint64_t esize = gs_dtype_size(dtype);
+    const uint64_t esize = gs_dtype_size(dtype), osize = gs_dtype_size(out_dtype);
     if ((uintptr_t)in % esize)
         return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_reduce: in = %p is not aligned to its %s elements (%llu bytes)",
                        in, gs_dtype_name(dtype), (unsigned long long)esize);
-    if ((uintptr_t)out % gs_result_size(dtype, op))
-        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_reduce: out = %p is not aligned to its %llu-byte result", out,
-                       (unsigned long long)gs_result_size(dtype, op));
+    if ((uintptr_t)out % osize)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_reduce: out = %p is not aligned to its %s result", out,
+                       gs_dtype_name(out_dtype));
     if (n > (UINT64_MAX - (uint64_t)(uintptr_t)in) / esize)
         return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_reduce: n = %llu elements of %s from %p wrap around memory",
                        (unsigned long long)n, gs_dtype_name(dtype), in);
@@ -482,15 +527,19 @@ GS_API gs_status gs_reduce(gs_context *ctx, const void *in, uint64_t n, gs_dtype
         return st;
     if (!ctx && (st = gs_default_context(drv, &ctx)) != GS_SUCCESS)
         return st;
-    if (!(ctx->supported[dtype] & (1u << op)))
-        return gs_fail(GS_ERROR_UNSUPPORTED, "gs_reduce: backend %s does not implement %s over %s",
-                       ctx->backend->ops->name, gs_op_name(op), gs_dtype_name(dtype));
+    if (!(ctx->supported[dtype][op] & (1u << out_dtype)))
+        return gs_fail(GS_ERROR_UNSUPPORTED, "gs_reduce: backend %s does not offer %s over %s into %s",
+                       ctx->backend->ops->name, gs_op_name(op), gs_dtype_name(dtype), gs_dtype_name(out_dtype));
+    if ((n && (st = check_pointer(drv, "in", in, n * esize)) != GS_SUCCESS) ||
+        (st = check_pointer(drv, "out", out, osize)) != GS_SUCCESS)
+        return st;
 
     int pushed = push_if_needed(drv, ctx->cu);
     gs_backend_reduce_args args = {
         .struct_size = sizeof args,
         .dtype = dtype,
         .op = op,
+        .out_dtype = out_dtype,
         .in = (CUdeviceptr)(uintptr_t)in,
         .n = n,
         .out = (CUdeviceptr)(uintptr_t)out,

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "driver.h"
+#include "dtype.h"
 #include "loader.h"
 
 /* One device buffer per stream: launches on one stream are ordered, launches on two
@@ -31,8 +32,9 @@ struct gs_context {
     const gs_backend_file *backend;
     gs_backend_instance *instance;
     uint64_t workspace_bytes;
-    /* supported[dtype] has bit op set when the backend implements (dtype, op). */
-    uint32_t supported[16];
+    /* supported[dtype][op] has bit out set when the backend implements op over dtype
+     * written as out. */
+    uint16_t supported[GS_DTYPE_COUNT][GS_OP_COUNT];
     char *selection_log;
 
     pthread_mutex_t lock; /* guards the workspace table and the zeroing stream */

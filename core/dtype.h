@@ -48,10 +48,10 @@ static inline int gs_op_defined(gs_dtype d, gs_op o)
     return 1;
 }
 
-/* Bytes of the single result: the index for ARGMIN/ARGMAX, else the input type. */
-static inline size_t gs_result_size(gs_dtype d, gs_op o)
+/* gs_reduce's output type: an int64 index for ARGMIN/ARGMAX, else the input type. */
+static inline gs_dtype gs_default_out(gs_dtype d, gs_op o)
 {
-    return (o == GS_OP_ARGMIN || o == GS_OP_ARGMAX) ? 8 : gs_dtype_size(d);
+    return (o == GS_OP_ARGMIN || o == GS_OP_ARGMAX) ? GS_INT64 : d;
 }
 
 #endif

@@ -26,16 +26,29 @@
 
 #define GS_EXPORT __attribute__((visibility("default")))
 
+#define GS_COUNT_KERNEL(dt, op, o) +1
+enum { GS_NKERNELS = 0 GS_KERNELS(GS_COUNT_KERNEL) };
+_Static_assert(GS_NKERNELS < 255, "kernel_index holds indices in a byte");
+
 /* The fatbin, embedded by embed_fatbin.py's assembly. */
 extern const unsigned char gs_fatbin[];
 
 static const gs_backend_host *host;
 
+typedef struct kernel_entry {
+    gs_dtype dtype;
+    gs_op op;
+    gs_dtype out;
+    const char *name;
+} kernel_entry;
+
 struct gs_backend_instance {
     gs_backend_device dev;
     CUmodule module;
-    CUfunction fn[GS_DTYPE_COUNT][GS_OP_COUNT];
-    unsigned int max_blocks[GS_DTYPE_COUNT][GS_OP_COUNT]; /* resident blocks, whole device */
+    /* Per kernel of kernels[]: its function, and how many blocks are resident at once on
+     * the whole device (the grid size that fills it). */
+    CUfunction fn[GS_NKERNELS];
+    unsigned int max_blocks[GS_NKERNELS];
 };
 
 /* Mapping of the kernel list's short names to the public enums. */
@@ -59,15 +72,25 @@ struct gs_backend_instance {
 #define GS_OPV_or GS_OP_BIT_OR
 #define GS_OPV_xor GS_OP_BIT_XOR
 
-typedef struct kernel_entry {
-    gs_dtype dtype;
-    gs_op op;
-    const char *name;
-} kernel_entry;
+#define GS_KERNEL_ENTRY(dt, op, o) {GS_DT_##dt, GS_OPV_##op, GS_DT_##o, "gs_reduce_" #dt "_" #op "_" #o},
+static const kernel_entry kernels[GS_NKERNELS] = {GS_KERNELS(GS_KERNEL_ENTRY)};
 
-#define GS_KERNEL_ENTRY(dt, op) {GS_DT_##dt, GS_OPV_##op, "gs_reduce_" #dt "_" #op},
-static const kernel_entry kernels[] = {GS_KERNELS(GS_KERNEL_ENTRY)};
-#define NKERNELS (sizeof kernels / sizeof kernels[0])
+/* (dtype, op, out) -> index into kernels[] + 1, 0 when there is none; filled once by the
+ * entry point, so a launch looks its kernel up in constant time. */
+static unsigned char kernel_index[GS_DTYPE_COUNT][GS_OP_COUNT][GS_DTYPE_COUNT];
+
+static void index_kernels(void)
+{
+    for (int k = 0; k < GS_NKERNELS; k++)
+        kernel_index[kernels[k].dtype][kernels[k].op][kernels[k].out] = (unsigned char)(k + 1);
+}
+
+static int find_kernel(gs_dtype dtype, gs_op op, gs_dtype out)
+{
+    if (!gs_dtype_valid((int)dtype) || !gs_op_valid((int)op) || !gs_dtype_valid((int)out))
+        return -1;
+    return (int)kernel_index[dtype][op][out] - 1;
+}
 
 static gs_status cuda_fail(CUresult rc, const char *what)
 {
@@ -106,7 +129,7 @@ static gs_status be_open(const gs_backend_device *dev, gs_backend_instance **out
         free(inst);
         return cuda_fail(rc, what);
     }
-    for (size_t k = 0; k < NKERNELS; k++) {
+    for (int k = 0; k < GS_NKERNELS; k++) {
         const kernel_entry *e = &kernels[k];
         CUfunction f;
         rc = host->cuModuleGetFunction(&f, inst->module, e->name);
@@ -122,11 +145,11 @@ static gs_status be_open(const gs_backend_device *dev, gs_backend_instance **out
             return st == GS_ERROR_CUDA ? GS_ERROR_BACKEND_INIT_FAILED : st;
         }
         unsigned int blocks = (unsigned int)(per_sm > 0 ? per_sm : 1) * (unsigned int)dev->multiprocessor_count;
-        inst->fn[e->dtype][e->op] = f;
-        inst->max_blocks[e->dtype][e->op] = blocks < GS_MAX_BLOCKS ? blocks : GS_MAX_BLOCKS;
+        inst->fn[k] = f;
+        inst->max_blocks[k] = blocks < GS_MAX_BLOCKS ? blocks : GS_MAX_BLOCKS;
     }
-    host->log(GS_LOG_DEBUG, "%s backend: %zu kernels ready on compute capability %d.%d, up to %u blocks",
-              GS_BACKEND_NAME, NKERNELS, dev->cc_major, dev->cc_minor, inst->max_blocks[GS_FLOAT32][GS_OP_SUM]);
+    host->log(GS_LOG_DEBUG, "%s backend: %d kernels ready on compute capability %d.%d, up to %u blocks",
+              GS_BACKEND_NAME, (int)GS_NKERNELS, dev->cc_major, dev->cc_minor, inst->max_blocks[0]);
     *out = inst;
     return GS_SUCCESS;
 }
@@ -139,11 +162,10 @@ static void be_close(gs_backend_instance *inst)
     free(inst);
 }
 
-static gs_status be_query_reduce(const gs_backend_instance *inst, gs_dtype dtype, gs_op op)
+static gs_status be_query_reduce(const gs_backend_instance *inst, gs_dtype dtype, gs_op op, gs_dtype out)
 {
-    if (!gs_dtype_valid((int)dtype) || !gs_op_valid((int)op) || !inst->fn[dtype][op])
-        return GS_ERROR_UNSUPPORTED;
-    return GS_SUCCESS;
+    (void)inst;
+    return find_kernel(dtype, op, out) >= 0 ? GS_SUCCESS : GS_ERROR_UNSUPPORTED;
 }
 
 static uint64_t be_workspace_size(const gs_backend_instance *inst)
@@ -156,23 +178,23 @@ static uint64_t be_workspace_size(const gs_backend_instance *inst)
  * whole input is in flight at once for small n), at most what is resident on the device
  * (each thread then loops), and one block when a block covers everything in one trip (no
  * partials, no ticket). */
-static unsigned int grid_for(const gs_backend_instance *inst, gs_dtype dtype, gs_op op, uint64_t n)
+static unsigned int grid_for(const gs_backend_instance *inst, int k, gs_dtype dtype, uint64_t n)
 {
     const uint64_t per_vec = 16 / gs_dtype_size(dtype);
     const uint64_t block_trip = (uint64_t)GS_BACKEND_BLOCK * GS_BACKEND_ITEMS * per_vec;
     if (n <= block_trip)
         return 1;
     uint64_t want = (n + 2 * GS_BACKEND_BLOCK * per_vec - 1) / (2 * GS_BACKEND_BLOCK * per_vec);
-    unsigned int max = inst->max_blocks[dtype][op];
+    unsigned int max = inst->max_blocks[k];
     return want < max ? (unsigned int)want : max;
 }
 
 static gs_status be_reduce(gs_backend_instance *inst, const gs_backend_reduce_args *a)
 {
-    CUfunction f = inst->fn[a->dtype][a->op];
-    if (!f) {
-        host->set_error("%s backend: no kernel for %s over %s", GS_BACKEND_NAME, gs_op_name(a->op),
-                        gs_dtype_name(a->dtype));
+    int k = find_kernel(a->dtype, a->op, a->out_dtype);
+    if (k < 0) {
+        host->set_error("%s backend: no kernel for %s over %s into %s", GS_BACKEND_NAME, gs_op_name(a->op),
+                        gs_dtype_name(a->dtype), gs_dtype_name(a->out_dtype));
         return GS_ERROR_UNSUPPORTED;
     }
     if (a->workspace_bytes < GS_WORKSPACE_BYTES) {
@@ -180,15 +202,14 @@ static gs_status be_reduce(gs_backend_instance *inst, const gs_backend_reduce_ar
                         (unsigned long long)a->workspace_bytes, (unsigned)GS_WORKSPACE_BYTES);
         return GS_ERROR_INTERNAL;
     }
-    unsigned int grid = grid_for(inst, a->dtype, a->op, a->n);
+    unsigned int grid = grid_for(inst, k, a->dtype, a->n);
     CUdeviceptr in = a->in, out = a->out, ws = a->workspace;
     uint64_t n = a->n;
     void *params[] = {&in, &n, &out, &ws};
-    CUresult rc = host->cuLaunchKernel(f, grid, 1, 1, GS_BACKEND_BLOCK, 1, 1, 0, a->stream, params, NULL);
+    CUresult rc = host->cuLaunchKernel(inst->fn[k], grid, 1, 1, GS_BACKEND_BLOCK, 1, 1, 0, a->stream, params, NULL);
     if (rc != CUDA_SUCCESS) {
         char what[128];
-        snprintf(what, sizeof what, "cuLaunchKernel(gs_reduce_%s_%s, %u blocks)", gs_dtype_name(a->dtype),
-                 gs_op_name(a->op), grid);
+        snprintf(what, sizeof what, "cuLaunchKernel(%s, %u blocks)", kernels[k].name, grid);
         return cuda_fail(rc, what);
     }
     return GS_SUCCESS;
@@ -213,6 +234,7 @@ GS_EXPORT gs_status gridsync_backend_entry_v1(uint32_t core_abi_version, const g
     if (!h || !out || h->struct_size < sizeof(gs_backend_host))
         return GS_ERROR_BACKEND_INIT_FAILED;
     host = h;
+    index_kernels(); /* idempotent: the same table whenever the core calls again */
     *out = &ops;
     return GS_SUCCESS;
 }

@@ -1,15 +1,26 @@
-/* The kernels every backend provides, one X(dtype, op) per (gs_dtype, gs_op) pair. Read by
- * the device code (to instantiate gs_reduce_<dtype>_<op>) and by the host code (to look
- * them up and to answer query_reduce), so the two never disagree. */
+/* The kernels every backend provides, one X(dtype, op, out) per supported triple; the
+ * kernel is named gs_reduce_<dtype>_<op>_<out>. Read by the device code (to instantiate
+ * them) and by the host code (to look them up and to answer query_reduce), so the two
+ * never disagree. The default output of gs_reduce is the input type, or i64 for
+ * ARGMIN/ARGMAX; the rest are gs_reduce_ex's wider outputs. */
 #ifndef GS_KERNEL_LIST_H
 #define GS_KERNEL_LIST_H
 
-#define GS_KERNELS_FOR_TYPE(X, t) X(t, sum) X(t, min) X(t, max)
+#define GS_KERNELS_ARITH(X, t) X(t, sum, t) X(t, prod, t) X(t, min, t) X(t, max, t) X(t, argmin, i64) X(t, argmax, i64)
+#define GS_KERNELS_INT(X, t) GS_KERNELS_ARITH(X, t) X(t, and, t) X(t, or, t) X(t, xor, t)
 
-#define GS_KERNELS(X)              \
-    GS_KERNELS_FOR_TYPE(X, i32)    \
-    GS_KERNELS_FOR_TYPE(X, f32)    \
-    GS_KERNELS_FOR_TYPE(X, f64)
+#define GS_KERNELS(X)                                                                          \
+    GS_KERNELS_INT(X, i8) GS_KERNELS_INT(X, u8) GS_KERNELS_INT(X, i32) GS_KERNELS_INT(X, u32)  \
+    GS_KERNELS_INT(X, i64) GS_KERNELS_INT(X, u64)                                              \
+    GS_KERNELS_ARITH(X, f32) GS_KERNELS_ARITH(X, f64) GS_KERNELS_ARITH(X, f16)                 \
+    GS_KERNELS_ARITH(X, bf16)                                                                  \
+    /* wider outputs (gs_reduce_ex): integer sums/products into 64 bits as torch.sum does, */  \
+    /* float32 accumulated and written as float64, half types into float32 */                 \
+    X(i8, sum, i64) X(i8, prod, i64) X(u8, sum, u64) X(u8, prod, u64)                          \
+    X(i32, sum, i64) X(i32, prod, i64) X(u32, sum, u64) X(u32, prod, u64)                      \
+    X(f32, sum, f64) X(f32, prod, f64)                                                         \
+    X(f16, sum, f32) X(f16, prod, f32) X(f16, min, f32) X(f16, max, f32)                       \
+    X(bf16, sum, f32) X(bf16, prod, f32) X(bf16, min, f32) X(bf16, max, f32)
 
 /* Workspace layout (bytes): the ticket counter at 0, the per-block partials from
  * GS_PARTIALS_OFFSET, room for GS_MAX_BLOCKS partials of up to 16 bytes. */

@@ -19,75 +19,191 @@
 
 #include <stdint.h>
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include "gridsync_device.cuh"
 #include "kernel_list.h"
 
 namespace gs {
 
-/* ---- operations ----------------------------------------------------------------------
- * Each op has an accumulator type Acc, an identity, lift (input element -> Acc), combine,
- * and result (Acc -> output element). Integer SUM accumulates in the unsigned type of the
- * same width so that overflow wraps (two's complement) instead of being undefined. */
+/* ---- element types -------------------------------------------------------------------
+ * Wide<T>: the type an element is computed in. float16/bfloat16 widen to float, 8-bit
+ * integers to 32 bits; the conversion is exact. Arith<W>: the type sums and products run
+ * in; signed integers use the unsigned type of the same width, so overflow wraps (two's
+ * complement) instead of being undefined. narrow<Out>: the one rounding at the end. */
 
-template <typename T> struct Unsigned { typedef T type; };
-template <> struct Unsigned<int32_t> { typedef uint32_t type; };
-template <> struct Unsigned<int64_t> { typedef uint64_t type; };
+template <typename T> struct Wide { typedef T type; };
+template <> struct Wide<__half> { typedef float type; };
+template <> struct Wide<__nv_bfloat16> { typedef float type; };
+template <> struct Wide<int8_t> { typedef int32_t type; };
+template <> struct Wide<uint8_t> { typedef uint32_t type; };
 
-template <typename T> __device__ __forceinline__ bool is_nan(T) { return false; }
+template <typename T> __device__ __forceinline__ typename Wide<T>::type widen(T x) { return (typename Wide<T>::type)x; }
+template <> __device__ __forceinline__ float widen<__half>(__half x) { return __half2float(x); }
+template <> __device__ __forceinline__ float widen<__nv_bfloat16>(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+template <typename Out, typename A> struct Narrow {
+    static __device__ __forceinline__ Out from(A a) { return (Out)a; }
+};
+template <typename A> struct Narrow<__half, A> {
+    static __device__ __forceinline__ __half from(A a) { return __float2half_rn((float)a); }
+};
+template <typename A> struct Narrow<__nv_bfloat16, A> {
+    static __device__ __forceinline__ __nv_bfloat16 from(A a) { return __float2bfloat16_rn((float)a); }
+};
+
+template <typename W> struct Arith { typedef W type; };
+template <> struct Arith<int32_t> { typedef uint32_t type; };
+template <> struct Arith<int64_t> { typedef uint64_t type; };
+
+template <typename W> __device__ __forceinline__ bool is_nan(W) { return false; }
 template <> __device__ __forceinline__ bool is_nan<float>(float x) { return x != x; }
 template <> __device__ __forceinline__ bool is_nan<double>(double x) { return x != x; }
 
+/* The extremes of T, in Wide<T>: the identities of MIN and MAX (infinities for floats). */
 template <typename T> struct Bounds;
-template <> struct Bounds<int32_t> {
-    static __device__ __forceinline__ int32_t lowest() { return INT32_MIN; }
-    static __device__ __forceinline__ int32_t highest() { return INT32_MAX; }
-};
+#define GS_INT_BOUNDS(T, lo, hi)                                                          \
+    template <> struct Bounds<T> {                                                        \
+        static __device__ __forceinline__ Wide<T>::type lowest() { return (Wide<T>::type)(lo); }  \
+        static __device__ __forceinline__ Wide<T>::type highest() { return (Wide<T>::type)(hi); } \
+    };
+GS_INT_BOUNDS(int8_t, INT8_MIN, INT8_MAX)
+GS_INT_BOUNDS(uint8_t, 0, UINT8_MAX)
+GS_INT_BOUNDS(int32_t, INT32_MIN, INT32_MAX)
+GS_INT_BOUNDS(uint32_t, 0, UINT32_MAX)
+GS_INT_BOUNDS(int64_t, INT64_MIN, INT64_MAX)
+GS_INT_BOUNDS(uint64_t, 0, UINT64_MAX)
+#undef GS_INT_BOUNDS
 template <> struct Bounds<float> {
-    static __device__ __forceinline__ float lowest() { return -__int_as_float(0x7f800000); }
     static __device__ __forceinline__ float highest() { return __int_as_float(0x7f800000); }
+    static __device__ __forceinline__ float lowest() { return -highest(); }
 };
 template <> struct Bounds<double> {
-    static __device__ __forceinline__ double lowest() { return -__longlong_as_double(0x7ff0000000000000ll); }
     static __device__ __forceinline__ double highest() { return __longlong_as_double(0x7ff0000000000000ll); }
+    static __device__ __forceinline__ double lowest() { return -highest(); }
 };
+template <> struct Bounds<__half> : Bounds<float> {};
+template <> struct Bounds<__nv_bfloat16> : Bounds<float> {};
 
-template <typename T> struct OpSum {
+/* ---- operations ----------------------------------------------------------------------
+ * Each op over input type T with output type Out has an accumulator type Acc, an
+ * identity, lift (element and its index -> Acc), combine, and result (Acc -> Out).
+ * combine must give the same answer for any grouping of the same sequence: the kernel
+ * groups by thread, then by block, in a fixed way, so results are run-to-run
+ * deterministic (floats included). */
+
+template <typename T, typename Out> struct OpSum {
     typedef T In;
-    typedef typename Unsigned<T>::type Acc;
-    typedef T Out;
+    typedef Out OutT;
+    typedef typename Arith<typename Wide<Out>::type>::type Acc;
     static __device__ __forceinline__ Acc identity() { return Acc(0); }
-    static __device__ __forceinline__ Acc lift(T x) { return Acc(x); }
+    static __device__ __forceinline__ Acc lift(T x, int64_t) { return Acc(widen(x)); }
     static __device__ __forceinline__ Acc combine(Acc a, Acc b) { return a + b; }
-    static __device__ __forceinline__ Out result(Acc a) { return Out(a); }
+    static __device__ __forceinline__ Out result(Acc a) { return Narrow<Out, Acc>::from(a); }
 };
 
-/* MIN/MAX propagate NaN: once either side is NaN the result is NaN. Ties keep the left
- * operand, and partials are always combined left (lower index) to right, so the result
- * does not depend on which block finishes first. */
-template <typename T> struct OpMin {
+template <typename T, typename Out> struct OpProd : OpSum<T, Out> {
+    typedef typename OpSum<T, Out>::Acc Acc;
+    static __device__ __forceinline__ Acc identity() { return Acc(1); }
+    static __device__ __forceinline__ Acc combine(Acc a, Acc b) { return a * b; }
+};
+
+/* MIN/MAX propagate NaN: once either side is NaN the result is NaN. */
+template <typename T, typename Out> struct OpMin {
     typedef T In;
-    typedef T Acc;
-    typedef T Out;
+    typedef Out OutT;
+    typedef typename Wide<T>::type Acc;
     static __device__ __forceinline__ Acc identity() { return Bounds<T>::highest(); }
-    static __device__ __forceinline__ Acc lift(T x) { return x; }
-    static __device__ __forceinline__ Acc combine(Acc a, Acc b) { return (b < a || is_nan(b)) && !is_nan(a) ? b : a; }
-    static __device__ __forceinline__ Out result(Acc a) { return a; }
+    static __device__ __forceinline__ Acc lift(T x, int64_t) { return widen(x); }
+    static __device__ __forceinline__ Acc combine(Acc a, Acc b) { return is_nan(a) ? a : (is_nan(b) || b < a) ? b : a; }
+    static __device__ __forceinline__ Out result(Acc a) { return Narrow<Out, Acc>::from(a); }
 };
 
-template <typename T> struct OpMax {
-    typedef T In;
-    typedef T Acc;
-    typedef T Out;
+template <typename T, typename Out> struct OpMax : OpMin<T, Out> {
+    typedef typename OpMin<T, Out>::Acc Acc;
     static __device__ __forceinline__ Acc identity() { return Bounds<T>::lowest(); }
-    static __device__ __forceinline__ Acc lift(T x) { return x; }
-    static __device__ __forceinline__ Acc combine(Acc a, Acc b) { return (a < b || is_nan(b)) && !is_nan(a) ? b : a; }
-    static __device__ __forceinline__ Out result(Acc a) { return a; }
+    static __device__ __forceinline__ Acc combine(Acc a, Acc b) { return is_nan(a) ? a : (is_nan(b) || a < b) ? b : a; }
+};
+
+/* ARGMIN/ARGMAX: the int64 index of the first minimum (maximum); a NaN beats every
+ * number, and among equals (or NaNs) the lower index wins, so the answer does not depend
+ * on the order of combination. Index -1 marks "no element yet" (and is the result for
+ * n == 0). */
+template <typename V> struct ArgAcc {
+    V v;
+    int64_t i;
+};
+
+template <typename T, typename Out, bool kMax> struct OpArgBase {
+    typedef T In;
+    typedef int64_t OutT;
+    typedef typename Wide<T>::type V;
+    typedef ArgAcc<V> Acc;
+    static __device__ __forceinline__ Acc identity()
+    {
+        Acc a;
+        a.v = V(0);
+        a.i = -1;
+        return a;
+    }
+    static __device__ __forceinline__ Acc lift(T x, int64_t i)
+    {
+        Acc a;
+        a.v = widen(x);
+        a.i = i;
+        return a;
+    }
+    static __device__ __forceinline__ Acc combine(Acc a, Acc b)
+    {
+        if (a.i < 0)
+            return b;
+        if (b.i < 0)
+            return a;
+        const bool an = is_nan(a.v), bn = is_nan(b.v);
+        if (an != bn)
+            return an ? a : b;
+        if (!an) {
+            if (kMax ? a.v < b.v : b.v < a.v)
+                return b;
+            if (kMax ? b.v < a.v : a.v < b.v)
+                return a;
+        }
+        return b.i < a.i ? b : a;
+    }
+    static __device__ __forceinline__ int64_t result(Acc a) { return a.i; }
+};
+template <typename T, typename Out> struct OpArgMin : OpArgBase<T, Out, false> {};
+template <typename T, typename Out> struct OpArgMax : OpArgBase<T, Out, true> {};
+
+/* Bitwise operations, integers only, in the unsigned type of the (widened) width. */
+template <typename T, typename Out> struct OpBitBase {
+    typedef T In;
+    typedef Out OutT;
+    typedef typename Arith<typename Wide<T>::type>::type Acc;
+    static __device__ __forceinline__ Acc lift(T x, int64_t) { return Acc(widen(x)); }
+    static __device__ __forceinline__ Out result(Acc a) { return (Out)a; }
+};
+template <typename T, typename Out> struct OpAnd : OpBitBase<T, Out> {
+    typedef typename OpBitBase<T, Out>::Acc Acc;
+    static __device__ __forceinline__ Acc identity() { return (Acc)~(Acc)0; }
+    static __device__ __forceinline__ Acc combine(Acc a, Acc b) { return a & b; }
+};
+template <typename T, typename Out> struct OpOr : OpBitBase<T, Out> {
+    typedef typename OpBitBase<T, Out>::Acc Acc;
+    static __device__ __forceinline__ Acc identity() { return Acc(0); }
+    static __device__ __forceinline__ Acc combine(Acc a, Acc b) { return a | b; }
+};
+template <typename T, typename Out> struct OpXor : OpOr<T, Out> {
+    typedef typename OpOr<T, Out>::Acc Acc;
+    static __device__ __forceinline__ Acc combine(Acc a, Acc b) { return a ^ b; }
 };
 
 /* ---- the kernel body -----------------------------------------------------------------*/
 
-template <typename Policy, typename Op>
-__device__ __forceinline__ typename Op::Acc fold16(typename Op::Acc acc, const uint4 &raw)
+/* Folds the 16 / sizeof(T) elements of one vector, whose first has index `first`. */
+template <typename Op>
+__device__ __forceinline__ typename Op::Acc fold16(typename Op::Acc acc, const uint4 &raw, uint64_t first)
 {
     typedef typename Op::In T;
     const int kPer = 16 / sizeof(T);
@@ -95,13 +211,13 @@ __device__ __forceinline__ typename Op::Acc fold16(typename Op::Acc acc, const u
     memcpy(v, &raw, 16);
 #pragma unroll
     for (int k = 0; k < kPer; k++)
-        acc = Op::combine(acc, Op::lift(v[k]));
+        acc = Op::combine(acc, Op::lift(v[k], (int64_t)(first + k)));
     return acc;
 }
 
 template <typename Policy, typename Op>
 __device__ __forceinline__ void reduce_kernel(const typename Op::In *__restrict__ in, uint64_t n,
-                                              typename Op::Out *__restrict__ out, unsigned char *workspace)
+                                              typename Op::OutT *__restrict__ out, unsigned char *workspace)
 {
     typedef typename Op::In T;
     typedef typename Op::Acc Acc;
@@ -132,9 +248,9 @@ __device__ __forceinline__ void reduce_kernel(const typename Op::In *__restrict_
 
     /* Head and tail elements: one per thread of the first threads of the grid. */
     if (gtid < head)
-        acc[0] = Op::combine(acc[0], Op::lift(in[gtid]));
+        acc[0] = Op::combine(acc[0], Op::lift(in[gtid], (int64_t)gtid));
     if (gtid < n - tail_begin)
-        acc[kUnroll - 1] = Op::combine(acc[kUnroll - 1], Op::lift(in[tail_begin + gtid]));
+        acc[kUnroll - 1] = Op::combine(acc[kUnroll - 1], Op::lift(in[tail_begin + gtid], (int64_t)(tail_begin + gtid)));
 
     /* kUnroll independent loads in flight, then fold each into its own accumulator. */
     uint64_t i = gtid;
@@ -145,10 +261,10 @@ __device__ __forceinline__ void reduce_kernel(const typename Op::In *__restrict_
             raw[u] = Policy::load16(vin + i + u * stride);
 #pragma unroll
         for (int u = 0; u < kUnroll; u++)
-            acc[u] = fold16<Policy, Op>(acc[u], raw[u]);
+            acc[u] = fold16<Op>(acc[u], raw[u], head + (i + u * stride) * kPer);
     }
     for (; i < nvec; i += stride)
-        acc[0] = fold16<Policy, Op>(acc[0], Policy::load16(vin + i));
+        acc[0] = fold16<Op>(acc[0], Policy::load16(vin + i), head + i * kPer);
 #pragma unroll
     for (int u = 1; u < kUnroll; u++)
         acc[0] = Op::combine(acc[0], acc[u]);

@@ -18,13 +18,26 @@ struct PolicySm20 {
 
     static __device__ __forceinline__ uint4 load16(const uint4 *p) { return __ldg(p); }
 
+    /* A shuffle of any 4- or 8-byte-multiple value (an index/value pair too), word by word. */
+    template <typename V> static __device__ __forceinline__ V shfl_down(V v, int off)
+    {
+        static_assert(sizeof(V) % 4 == 0, "shuffled values are whole 32-bit words");
+        unsigned int w[sizeof(V) / 4];
+        memcpy(w, &v, sizeof v);
+#pragma unroll
+        for (int k = 0; k < (int)(sizeof(V) / 4); k++)
+            w[k] = __shfl_down_sync(0xffffffffu, w[k], off);
+        memcpy(&v, w, sizeof v);
+        return v;
+    }
+
     template <typename Op>
     static __device__ __forceinline__ typename Op::Acc warp_reduce(typename Op::Acc v)
     {
         /* Lane i combines with lane i + off (left operand the lower index): a fixed tree. */
 #pragma unroll
         for (int off = 16; off > 0; off >>= 1)
-            v = Op::combine(v, __shfl_down_sync(0xffffffffu, v, off));
+            v = Op::combine(v, shfl_down(v, off));
         return v;
     }
 

@@ -29,7 +29,8 @@ step "backends: SASS per architecture"
 for so in "$builddir"/backends/gridsync-*.so; do
     echo "$so:"
     cuobjdump --list-elf "$so" | sed 's/^/  /'
-    cuobjdump --list-ptx "$so" | sed 's/^/  /'
+    cuobjdump --list-ptx "$so" | sed "s/^/  /"
+    [ -n "$(cuobjdump --list-elf "$so" 2>/dev/null)" ] || { echo "  (not seen in the .so; the fatbin it embeds:)"; cuobjdump --list-elf "${so%/*}/$(basename "${so#*gridsync-}" .so).fatbin" | sed "s/^/  /"; }
 done
 cuobjdump -res-usage "$builddir/backends/gridsync-cuda_sm20.so" 2>&1 | grep -A1 "sm_90" | grep -m4 -B1 REG || true
 

@@ -5,12 +5,16 @@
  * is a failure. The backend is whatever GRIDSYNC_BACKEND says (meson runs this once per
  * backend and once with none). The seed is printed; GS_TEST_SEED=<n> replays a run.
  *
- * What it checks, per dtype x op the issue requires:
- *  - sizes 0 (identity), 1, 2, 31..33, 255..257, 1000, 4097, 65537, 2^20+3, 2^24+7, 2^26+1,
- *    at input offsets of 0..3 elements from an allocation (the misaligned head and tail);
- *  - floats twice: integer-valued data, whose sums are exact, so a dropped or doubled
- *    element is caught at any n; and mixed sign and magnitude, within n*eps*sum|x|;
- *  - MIN/MAX exactly, and NaN propagation;
+ * What it checks:
+ *  - every (dtype, op, output type) the header documents is offered, nothing else is, and
+ *    bitwise ops on floats are refused with GS_ERROR_UNSUPPORTED;
+ *  - each offered one at sizes 0 (identity), 1, 2, 31..33, 255..257, 1000, 4097, 65537,
+ *    2^20+3, 2^24+7, at input offsets of 0..7 elements from an allocation (two offsets
+ *    for the two largest); SUM/MIN/MAX of i32/f32/f64 also at 2^26+1;
+ *  - data chosen per op (see fill): integer-valued floats, whose sums are exact, so a
+ *    dropped or doubled element is caught at any n; mixed sign and magnitude, within
+ *    n*eps*sum|x|; many ties for ARGMIN/ARGMAX; integers exact with wrap-around;
+ *  - NaN propagation of MIN/MAX and first-NaN ARGMIN/ARGMAX for every float type;
  *  - the output is poisoned before every launch, so an unwritten result fails;
  *  - many launches queued back to back on one stream (the counter must reset itself);
  *  - the same reduction on the legacy, per-thread and two created streams, explicit and
@@ -75,155 +79,440 @@ static double rnd_unit(void) /* [-1, 1) */
         }                                                                                       \
     } while (0)
 
-typedef enum { DATA_INT, DATA_MIXED } data_kind;
+/* ---- element types on the host --------------------------------------------------------
+ * Each value is handled as a long double (floats: exact for every type here) or as 64
+ * raw bits (integers: sign-extended for signed types), so one reference serves all. */
 
-static size_t dsize(gs_dtype t)
+typedef struct type_info {
+    gs_dtype t;
+    const char *name;
+    unsigned size, bits;
+    int is_float, is_signed;
+} type_info;
+
+static const type_info k_types_all[] = {
+    {GS_INT8, "i8", 1, 8, 0, 1},      {GS_UINT8, "u8", 1, 8, 0, 0},    {GS_INT32, "i32", 4, 32, 0, 1},
+    {GS_UINT32, "u32", 4, 32, 0, 0},  {GS_INT64, "i64", 8, 64, 0, 1},  {GS_UINT64, "u64", 8, 64, 0, 0},
+    {GS_FLOAT32, "f32", 4, 32, 1, 1}, {GS_FLOAT64, "f64", 8, 64, 1, 1}, {GS_FLOAT16, "f16", 2, 16, 1, 1},
+    {GS_BFLOAT16, "bf16", 2, 16, 1, 1},
+};
+
+static const type_info *tinfo(gs_dtype t)
 {
-    return t == GS_FLOAT64 ? 8 : 4;
+    for (size_t i = 0; i < sizeof k_types_all / sizeof k_types_all[0]; i++)
+        if (k_types_all[i].t == t)
+            return &k_types_all[i];
+    abort();
 }
 
-static const char *dname(gs_dtype t)
-{
-    return t == GS_INT32 ? "i32" : t == GS_FLOAT32 ? "f32" : "f64";
-}
+static size_t dsize(gs_dtype t) { return tinfo(t)->size; }
+static const char *dname(gs_dtype t) { return tinfo(t)->name; }
 
 static const char *oname(gs_op o)
 {
-    return o == GS_OP_SUM ? "sum" : o == GS_OP_MIN ? "min" : "max";
+    static const char *const n[] = {"sum", "prod", "min", "max", "argmin", "argmax", "and", "or", "xor"};
+    return n[o];
 }
 
-/* Fills n elements. Integers in [-1000, 1000] (SUM of 2^26 of them wraps int32: the
- * reference wraps too). Floats: DATA_INT = integers in [-8, 8] (every partial sum exact);
- * DATA_MIXED = mixed sign, magnitudes 2^-10 .. 2^10. */
-static void fill(void *buf, size_t n, gs_dtype t, data_kind kind)
+static float half_to_float(uint16_t h)
 {
-    for (size_t i = 0; i < n; i++) {
-        double v = kind == DATA_INT ? (double)((int64_t)(rnd() % 17) - 8) : rnd_unit() * ldexp(1.0, (int)(rnd() % 21) - 10);
-        switch (t) {
-        case GS_INT32: ((int32_t *)buf)[i] = (int32_t)(rnd() % 2001) - 1000; break;
-        case GS_FLOAT32: ((float *)buf)[i] = (float)v; break;
-        default: ((double *)buf)[i] = v; break;
-        }
-    }
+    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 31, man = h & 1023;
+    float f;
+    if (exp == 31)
+        f = man ? NAN : INFINITY;
+    else if (exp == 0)
+        f = ldexpf((float)man, -24);
+    else
+        f = ldexpf((float)(man | 1024), (int)exp - 25);
+    return sign ? -f : f;
 }
 
-static long double get(const void *buf, size_t i, gs_dtype t)
+static uint16_t float_to_half(float f) /* round to nearest even */
+{
+    if (f != f)
+        return 0x7e00;
+    uint16_t sign = signbit(f) ? 0x8000 : 0;
+    float a = fabsf(f);
+    if (a >= 65520.0f)
+        return sign | 0x7c00;
+    if (a < ldexpf(1, -14)) { /* subnormal: multiples of 2^-24 */
+        float m = nearbyintf(ldexpf(a, 24));
+        return sign | (uint16_t)m;
+    }
+    int e;
+    float m = frexpf(a, &e); /* a = m * 2^e, m in [0.5, 1) */
+    float q = nearbyintf(ldexpf(m, 11)); /* 11 significant bits */
+    if (q >= 2048.0f) {
+        q /= 2;
+        e++;
+    }
+    return sign | (uint16_t)((e + 14) << 10) | (uint16_t)((uint32_t)q & 1023);
+}
+
+static float bf16_to_float(uint16_t b)
+{
+    uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static uint16_t float_to_bf16(float f) /* round to nearest even */
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if (f != f)
+        return 0x7fc0;
+    return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+}
+
+static long double getf(const void *buf, size_t i, gs_dtype t)
 {
     switch (t) {
-    case GS_INT32: return ((const int32_t *)buf)[i];
     case GS_FLOAT32: return ((const float *)buf)[i];
-    default: return ((const double *)buf)[i];
+    case GS_FLOAT64: return ((const double *)buf)[i];
+    case GS_FLOAT16: return half_to_float(((const uint16_t *)buf)[i]);
+    case GS_BFLOAT16: return bf16_to_float(((const uint16_t *)buf)[i]);
+    default: abort();
     }
 }
 
-/* Checks the device result `got` (dsize(t) bytes) of op over buf[0..n). */
-static void verify(const char *what, const void *buf, size_t n, gs_dtype t, gs_op op, data_kind kind, const void *got)
+static void putf(void *buf, size_t i, gs_dtype t, double v)
 {
-    g_checks++;
-    if (t == GS_INT32) {
-        int32_t r = *(const int32_t *)got;
-        uint32_t sum = 0;
-        int32_t mn = INT32_MAX, mx = INT32_MIN;
-        for (size_t i = 0; i < n; i++) {
-            int32_t v = ((const int32_t *)buf)[i];
-            sum += (uint32_t)v; /* two's complement wrap, as documented */
-            mn = v < mn ? v : mn;
-            mx = v > mx ? v : mx;
-        }
-        int32_t want = op == GS_OP_SUM ? (int32_t)sum : op == GS_OP_MIN ? mn : mx;
-        if (r != want)
-            FAIL("%s: got %" PRId32 ", want %" PRId32, what, r, want);
-        return;
+    switch (t) {
+    case GS_FLOAT32: ((float *)buf)[i] = (float)v; break;
+    case GS_FLOAT64: ((double *)buf)[i] = v; break;
+    case GS_FLOAT16: ((uint16_t *)buf)[i] = float_to_half((float)v); break;
+    case GS_BFLOAT16: ((uint16_t *)buf)[i] = float_to_bf16((float)v); break;
+    default: abort();
     }
-    long double r = t == GS_FLOAT32 ? (long double)*(const float *)got : (long double)*(const double *)got;
-    if (op == GS_OP_SUM) {
-        long double sum = 0, abssum = 0;
-        for (size_t i = 0; i < n; i++) {
-            long double v = get(buf, i, t);
-            sum += v;
-            abssum += fabsl(v);
-        }
-        long double eps = t == GS_FLOAT32 ? FLT_EPSILON : DBL_EPSILON;
-        long double bound = kind == DATA_INT ? 0 : (long double)n * eps * abssum;
-        if (!(fabsl(r - sum) <= bound))
-            FAIL("%s: got %.17Lg, want %.17Lg (|diff| %.3Lg > bound %.3Lg)", what, r, sum, fabsl(r - sum), bound);
-        return;
-    }
-    int has_nan = 0;
-    long double best = op == GS_OP_MIN ? INFINITY : -INFINITY;
-    for (size_t i = 0; i < n; i++) {
-        long double v = get(buf, i, t);
-        if (v != v)
-            has_nan = 1;
-        else if (op == GS_OP_MIN ? v < best : v > best)
-            best = v;
-    }
-    if (has_nan ? !(r != r) : r != best)
-        FAIL("%s: got %.17Lg, want %.17Lg", what, r, has_nan ? (long double)NAN : best);
 }
 
-static const gs_dtype k_types[] = {GS_INT32, GS_FLOAT32, GS_FLOAT64};
-static const gs_op k_ops[] = {GS_OP_SUM, GS_OP_MIN, GS_OP_MAX};
+/* Integers as 64 raw bits, sign-extended for signed types. */
+static uint64_t geti(const void *buf, size_t i, const type_info *ti)
+{
+    uint64_t u = 0;
+    memcpy(&u, (const unsigned char *)buf + i * ti->size, ti->size);
+    if (ti->is_signed && ti->bits < 64 && (u >> (ti->bits - 1)) & 1)
+        u |= ~0ull << ti->bits;
+    return u;
+}
+
+static void puti(void *buf, size_t i, const type_info *ti, uint64_t v)
+{
+    memcpy((unsigned char *)buf + i * ti->size, &v, ti->size); /* little endian: the low bytes */
+}
+
+/* Data, chosen per op so the reference is meaningful:
+ *  DATA_INT:   integers in [-8, 8] (unsigned: [0, 16]): float sums stay exact, so a
+ *              dropped or doubled element shows at any n; many ties for ARGMIN/ARGMAX;
+ *  DATA_MIXED: floats of mixed sign and magnitude (2^-10 .. 2^10); integers over
+ *              [-1000, 1000] (unsigned [0, 2000]), so int32 SUM of 2^24 of them wraps;
+ *  DATA_PROD:  floats 1 +- 2^-6; odd integers (a product of odds never becomes 0 mod 2^w);
+ *  DATA_BITS:  random bits, with a fixed mask ORed in (for AND) or ANDed out (for OR), so
+ *              AND and OR do not collapse to 0 or all ones. */
+static long double eps_of(gs_dtype t)
+{
+    switch (t) {
+    case GS_FLOAT64: return DBL_EPSILON;
+    case GS_FLOAT16: return ldexpl(1, -10);
+    case GS_BFLOAT16: return ldexpl(1, -7);
+    default: return FLT_EPSILON;
+    }
+}
+
+typedef enum { DATA_INT, DATA_MIXED, DATA_PROD, DATA_BITS_AND, DATA_BITS_OR, DATA_BITS_XOR } data_kind;
+static const char *const k_kind_name[] = {"int", "mixed", "prod", "and-bits", "or-bits", "xor-bits"};
+
+static void fill(void *buf, size_t n, gs_dtype t, data_kind kind)
+{
+    const type_info *ti = tinfo(t);
+    uint64_t mask = rnd();
+    for (size_t i = 0; i < n; i++) {
+        if (ti->is_float) {
+            /* Ranges keep SUM and PROD of 2^24 elements finite in each type: float16
+             * tops out at 65504, and a product's logarithm random-walks. */
+            const int half = t == GS_FLOAT16 || t == GS_BFLOAT16;
+            double v;
+            if (kind == DATA_INT)
+                v = t == GS_FLOAT16 ? (double)((int64_t)(rnd() % 5) - 2) : (double)((int64_t)(rnd() % 17) - 8);
+            else if (kind == DATA_PROD && half)
+                v = 1.0 + (rnd() % 16 == 0 ? (rnd() & 1 ? 1 : -1) * eps_of(t) : 0.0);
+            else if (kind == DATA_PROD)
+                v = 1.0 + rnd_unit() * (1.0 / 4096);
+            else if (t == GS_FLOAT16)
+                v = rnd_unit() * ldexp(1.0, (int)(rnd() % 11) - 12);
+            else
+                v = rnd_unit() * ldexp(1.0, (int)(rnd() % 21) - 10);
+            putf(buf, i, t, v);
+            continue;
+        }
+        uint64_t v;
+        switch (kind) {
+        case DATA_INT: v = ti->is_signed ? (uint64_t)((int64_t)(rnd() % 17) - 8) : rnd() % 17; break;
+        case DATA_MIXED: v = ti->is_signed ? (uint64_t)((int64_t)(rnd() % 2001) - 1000) : rnd() % 2001; break;
+        case DATA_PROD: v = ti->is_signed ? (uint64_t)((int64_t)(rnd() % 8) * 2 - 7) : (rnd() % 8) * 2 + 1; break;
+        case DATA_BITS_AND: v = rnd() | mask; break;
+        case DATA_BITS_OR: v = rnd() & mask & (rnd() | rnd()); break;
+        default: v = rnd(); break;
+        }
+        puti(buf, i, ti, v);
+    }
+}
+
+/* Checks the device result `got` of op over buf[0..n) written as `out`. */
+static void verify(const char *what, const void *buf, size_t n, gs_dtype t, gs_op op, gs_dtype out, data_kind kind,
+                   const void *got)
+{
+    const type_info *ti = tinfo(t), *to = tinfo(out);
+    g_checks++;
+    if (op == GS_OP_ARGMIN || op == GS_OP_ARGMAX) {
+        int64_t want = -1, idx;
+        long double best = 0;
+        for (size_t i = 0; i < n; i++) {
+            long double v = ti->is_float ? getf(buf, i, t)
+                                         : ti->is_signed ? (long double)(int64_t)geti(buf, i, ti) : (long double)geti(buf, i, ti);
+            if (want >= 0 && best != best)
+                break; /* the first NaN wins */
+            if (want < 0 || v != v || (op == GS_OP_ARGMIN ? v < best : v > best)) {
+                want = (int64_t)i;
+                best = v;
+            }
+        }
+        memcpy(&idx, got, 8);
+        if (idx != want)
+            FAIL("%s: got index %" PRId64 ", want %" PRId64, what, idx, want);
+        return;
+    }
+    if (!ti->is_float) {
+        /* Exact, with wrap-around at the output's width. */
+        uint64_t acc = op == GS_OP_SUM ? 0 : op == GS_OP_PROD ? 1 : op == GS_OP_BIT_AND ? ~0ull : 0;
+        int first = 1;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t v = geti(buf, i, ti);
+            switch (op) {
+            case GS_OP_SUM: acc += v; break;
+            case GS_OP_PROD: acc *= v; break;
+            case GS_OP_BIT_AND: acc &= v; break;
+            case GS_OP_BIT_OR: acc |= v; break;
+            case GS_OP_BIT_XOR: acc ^= v; break;
+            case GS_OP_MIN:
+            case GS_OP_MAX: {
+                int less = ti->is_signed ? (int64_t)v < (int64_t)acc : v < acc;
+                if (first || (op == GS_OP_MIN ? less : (!less && v != acc)))
+                    acc = v;
+                first = 0;
+                break;
+            }
+            default: abort();
+            }
+        }
+        if (first && (op == GS_OP_MIN || op == GS_OP_MAX)) { /* n == 0: the type's extreme */
+            uint64_t top = ti->bits == 64 ? ~0ull : (1ull << ti->bits) - 1;
+            uint64_t smax = top >> 1;
+            acc = op == GS_OP_MIN ? (ti->is_signed ? smax : top) : (ti->is_signed ? ~smax : 0);
+        }
+        uint64_t g = 0, w = 0;
+        memcpy(&g, got, to->size);
+        memcpy(&w, &acc, to->size);
+        if (g != w)
+            FAIL("%s: got 0x%" PRIx64 ", want 0x%" PRIx64, what, g, w);
+        return;
+    }
+    long double r = getf(got, 0, out);
+    if (op == GS_OP_MIN || op == GS_OP_MAX) {
+        int has_nan = 0;
+        long double best = op == GS_OP_MIN ? INFINITY : -INFINITY;
+        for (size_t i = 0; i < n; i++) {
+            long double v = getf(buf, i, t);
+            if (v != v)
+                has_nan = 1;
+            else if (op == GS_OP_MIN ? v < best : v > best)
+                best = v;
+        }
+        if (has_nan ? !(r != r) : r != best)
+            FAIL("%s: got %.17Lg, want %.17Lg", what, r, has_nan ? (long double)NAN : best);
+        return;
+    }
+    /* SUM, PROD: the reference in long double; the bound is the accumulation error of the
+     * accumulator type (float for float16/bfloat16) plus the final rounding to out. */
+    long double ref = op == GS_OP_SUM ? 0 : 1, mag = 0;
+    for (size_t i = 0; i < n; i++) {
+        long double v = getf(buf, i, t);
+        if (op == GS_OP_SUM) {
+            ref += v;
+            mag += fabsl(v);
+        } else {
+            ref *= v;
+        }
+    }
+    gs_dtype acc_t = (t == GS_FLOAT16 || t == GS_BFLOAT16 || out == GS_FLOAT64) ? (out == GS_FLOAT64 ? GS_FLOAT64 : GS_FLOAT32) : t;
+    long double bound;
+    if (op == GS_OP_PROD)
+        bound = (long double)(n + 1) * eps_of(acc_t) * fabsl(ref);
+    else
+        bound = kind == DATA_INT ? 0 : (long double)n * eps_of(acc_t) * mag;
+    bound += eps_of(out) * fabsl(ref); /* the final rounding to the output type */
+    if (!(fabsl(r - ref) <= bound))
+        FAIL("%s: got %.17Lg, want %.17Lg (|diff| %.3Lg > bound %.3Lg)", what, r, ref, fabsl(r - ref), bound);
+}
+
+/* Every (dtype, op, out) the library offers: the default output and the wider ones. */
+typedef struct triple {
+    gs_dtype t;
+    gs_op op;
+    gs_dtype out;
+} triple;
+
+static data_kind kinds_for(gs_dtype t, gs_op op, data_kind *kinds)
+{
+    int fl = tinfo(t)->is_float, k = 0;
+    switch (op) {
+    case GS_OP_SUM: kinds[k++] = DATA_INT; kinds[k++] = DATA_MIXED; break;
+    case GS_OP_PROD: kinds[k++] = DATA_PROD; break;
+    case GS_OP_BIT_AND: kinds[k++] = DATA_BITS_AND; break;
+    case GS_OP_BIT_OR: kinds[k++] = DATA_BITS_OR; break;
+    case GS_OP_BIT_XOR: kinds[k++] = DATA_BITS_XOR; break;
+    default: kinds[k++] = DATA_INT; kinds[k++] = DATA_MIXED; break; /* ties, and spread */
+    }
+    (void)fl;
+    return (data_kind)k;
+}
+
 static const size_t k_sizes[] = {0, 1, 2, 31, 32, 33, 255, 256, 257, 1000, 4097, 65537,
-                                 (1u << 20) + 3, (1u << 24) + 7, (1u << 26) + 1};
+                                 (1u << 20) + 3, (1u << 24) + 7};
 #define MAX_N ((size_t)(1u << 26) + 1 + 8)
 static size_t g_maxn = MAX_N; /* elements filled and copied; smaller in quick mode */
 #define POISON 0xA5
 
 /* One reduction of host data `h` (already on the device at `d`), poisoned output. */
 static void run_case(gs_context *ctx, cushim_ptr d, const void *h, size_t off, size_t n, gs_dtype t, gs_op op,
-                     data_kind kind, cushim_ptr dout, cushim_stream s)
+                     gs_dtype out, data_kind kind, cushim_ptr dout, cushim_stream s)
 {
     const size_t es = dsize(t);
     unsigned char got[8];
+    gs_reduce_options opts = {.struct_size = sizeof opts, .out_dtype = (int32_t)out};
     CHECK_CU(cushim_memset8(dout, POISON, 8));
-    CHECK_GS(gs_reduce(ctx, (const void *)(uintptr_t)(d + off * es), n, t, op, (void *)(uintptr_t)dout, s));
+    CHECK_GS(gs_reduce_ex(ctx, (const void *)(uintptr_t)(d + off * es), n, t, op, (void *)(uintptr_t)dout, s, &opts));
     CHECK_CU(cushim_stream_sync(s));
-    CHECK_CU(cushim_d2h(got, dout, es));
-    char what[160];
-    snprintf(what, sizeof what, "%s %s n=%zu offset=%zu data=%s", dname(t), oname(op), n, off,
-             kind == DATA_INT ? "int" : "mixed");
-    verify(what, (const unsigned char *)h + off * es, n, t, op, kind, got);
+    CHECK_CU(cushim_d2h(got, dout, 8));
+    char what[200];
+    snprintf(what, sizeof what, "%s %s -> %s n=%zu offset=%zu data=%s", dname(t), oname(op), dname(out), n, off,
+             k_kind_name[kind]);
+    verify(what, (const unsigned char *)h + off * es, n, t, op, out, kind, got);
+}
+
+/* Finds which (dtype, op, out) the context offers, by asking gs_reduce_ex with n == 0 into
+ * a scratch output: every pair the public header documents must be offered. */
+static int offered(gs_context *ctx, gs_dtype t, gs_op op, gs_dtype out, cushim_ptr dout)
+{
+    gs_reduce_options opts = {.struct_size = sizeof opts, .out_dtype = (int32_t)out};
+    gs_status st = gs_reduce_ex(ctx, NULL, 0, t, op, (void *)(uintptr_t)dout, NULL, &opts);
+    if (st == GS_ERROR_UNSUPPORTED)
+        return 0;
+    if (st != GS_SUCCESS) {
+        FAIL("probe %s %s -> %s: %s: %s", dname(t), oname(op), dname(out), gs_status_string(st),
+             gs_last_error_message());
+        return 0;
+    }
+    return 1;
+}
+
+static int documented_wide(gs_dtype t, gs_op op, gs_dtype out)
+{
+    int sp = op == GS_OP_SUM || op == GS_OP_PROD;
+    if (sp && (t == GS_INT8 || t == GS_INT32) && out == GS_INT64)
+        return 1;
+    if (sp && (t == GS_UINT8 || t == GS_UINT32) && out == GS_UINT64)
+        return 1;
+    if (sp && t == GS_FLOAT32 && out == GS_FLOAT64)
+        return 1;
+    return (t == GS_FLOAT16 || t == GS_BFLOAT16) && out == GS_FLOAT32 && op <= GS_OP_MAX;
 }
 
 static void test_matrix(gs_context *ctx, cushim_ptr d, void *h, cushim_ptr dout)
 {
-    for (size_t ti = 0; ti < sizeof k_types / sizeof k_types[0]; ti++) {
-        gs_dtype t = k_types[ti];
-        for (int kind = DATA_INT; kind <= (t == GS_INT32 ? DATA_INT : DATA_MIXED); kind++) {
-            /* fresh data for each dtype and kind; windows at different offsets into it */
-            fill(h, g_maxn, t, (data_kind)kind);
-            CHECK_CU(cushim_h2d(d, h, g_maxn * dsize(t)));
-            for (size_t si = 0; si < sizeof k_sizes / sizeof k_sizes[0]; si++) {
-                size_t n = k_sizes[si];
-                if (g_quick && n > 70000)
-                    break;
-                size_t noff = n > (1u << 20) ? 2 : 4; /* offsets 0..3; 0..1 for the largest */
-                for (size_t off = 0; off < noff; off++)
-                    for (size_t oi = 0; oi < sizeof k_ops / sizeof k_ops[0]; oi++)
-                        run_case(ctx, d, h, off, n, t, k_ops[oi], (data_kind)kind, dout, NULL);
+    int combos = 0;
+    for (size_t ti = 0; ti < sizeof k_types_all / sizeof k_types_all[0]; ti++) {
+        gs_dtype t = k_types_all[ti].t;
+        for (int op = 0; op <= GS_OP_BIT_XOR; op++) {
+            int bitwise = op >= GS_OP_BIT_AND;
+            if (bitwise && k_types_all[ti].is_float) {
+                /* not defined: must be refused as unsupported, never run */
+                gs_status st = gs_reduce(ctx, (const void *)(uintptr_t)d, 1, t, (gs_op)op, (void *)(uintptr_t)dout, NULL);
+                g_checks++;
+                if (st != GS_ERROR_UNSUPPORTED)
+                    FAIL("%s %s: got %s, want GS_ERROR_UNSUPPORTED", dname(t), oname((gs_op)op), gs_status_string(st));
+                continue;
+            }
+            for (size_t oi = 0; oi < sizeof k_types_all / sizeof k_types_all[0]; oi++) {
+                gs_dtype out = k_types_all[oi].t;
+                int is_default = out == ((op == GS_OP_ARGMIN || op == GS_OP_ARGMAX) ? GS_INT64 : t);
+                int documented = is_default || documented_wide(t, (gs_op)op, out);
+                int has = offered(ctx, t, (gs_op)op, out, dout);
+                g_checks++;
+                if (has != documented) {
+                    FAIL("%s %s -> %s: offered=%d, documented=%d", dname(t), oname((gs_op)op), dname(out), has,
+                         documented);
+                    continue;
+                }
+                if (!has)
+                    continue;
+                combos++;
+                data_kind kinds[4];
+                int nk = (int)kinds_for(t, (gs_op)op, kinds);
+                for (int k = 0; k < nk; k++) {
+                    size_t fill_n = g_quick ? g_maxn : (1u << 24) + 16;
+                    fill(h, fill_n, t, kinds[k]);
+                    CHECK_CU(cushim_h2d(d, h, fill_n * dsize(t)));
+                    for (size_t si = 0; si < sizeof k_sizes / sizeof k_sizes[0]; si++) {
+                        size_t n = k_sizes[si];
+                        if (g_quick && n > 70000)
+                            break;
+                        /* offsets 0..7 elements; two of them for the largest sizes */
+                        for (size_t off = 0; off < 8; off += n > 70000 ? 5 : 1)
+                            run_case(ctx, d, h, off, n, t, (gs_op)op, out, kinds[k], dout, NULL);
+                    }
+                }
             }
         }
     }
+    printf("matrix: %d (dtype, op, out) combinations offered and checked\n", combos);
 }
 
-/* NaN anywhere makes MIN/MAX NaN; infinities are ordinary values. */
+/* The issue-2 sizes beyond 2^24: 2^26 + 1 elements, SUM/MIN/MAX of the first types. */
+static void test_large(gs_context *ctx, cushim_ptr d, void *h, cushim_ptr dout)
+{
+    const gs_dtype types[] = {GS_INT32, GS_FLOAT32, GS_FLOAT64};
+    const gs_op ops[] = {GS_OP_SUM, GS_OP_MIN, GS_OP_MAX};
+    const size_t n = (1u << 26) + 1;
+    if (g_quick)
+        return;
+    for (int ti = 0; ti < 3; ti++)
+        for (int kind = DATA_INT; kind <= DATA_MIXED; kind++) {
+            fill(h, n + 1, types[ti], (data_kind)kind);
+            CHECK_CU(cushim_h2d(d, h, (n + 1) * dsize(types[ti])));
+            for (int oi = 0; oi < 3; oi++)
+                for (size_t off = 0; off < 2; off++)
+                    run_case(ctx, d, h, off, n, types[ti], ops[oi], types[ti], (data_kind)kind, dout, NULL);
+        }
+}
+
+/* NaN anywhere makes MIN/MAX NaN, and ARGMIN/ARGMAX point at the first NaN. */
 static void test_nan(gs_context *ctx, cushim_ptr d, void *h, cushim_ptr dout)
 {
     const size_t sizes[] = {1, 257, 65537, (1u << 20) + 3};
+    const gs_dtype types[] = {GS_FLOAT32, GS_FLOAT64, GS_FLOAT16, GS_BFLOAT16};
     for (size_t si = 0; si < (g_quick ? 3u : 4u); si++) {
         size_t n = sizes[si];
-        for (int ti = 1; ti < 3; ti++) {
-            gs_dtype t = k_types[ti];
+        for (int ti = 0; ti < 4; ti++) {
+            gs_dtype t = types[ti];
             fill(h, n, t, DATA_MIXED);
-            size_t pos = rnd() % n;
-            if (t == GS_FLOAT32)
-                ((float *)h)[pos] = NAN;
-            else
-                ((double *)h)[pos] = NAN;
+            for (int k = 0; k < 2; k++) /* two NaNs: ARGMIN/ARGMAX must find the first */
+                putf(h, rnd() % n, t, NAN);
             CHECK_CU(cushim_h2d(d, h, n * dsize(t)));
-            run_case(ctx, d, h, 0, n, t, GS_OP_MIN, DATA_MIXED, dout, NULL);
-            run_case(ctx, d, h, 0, n, t, GS_OP_MAX, DATA_MIXED, dout, NULL);
+            for (int op = GS_OP_MIN; op <= GS_OP_ARGMAX; op++)
+                run_case(ctx, d, h, 0, n, t, (gs_op)op, op >= GS_OP_ARGMIN ? GS_INT64 : t, DATA_MIXED, dout, NULL);
         }
     }
 }
@@ -250,7 +539,7 @@ static void test_back_to_back(gs_context *ctx, cushim_ptr d, void *h)
     for (int k = 0; k < K; k++) {
         char what[96];
         snprintf(what, sizeof what, "back-to-back #%d f32 sum n=%zu", k, n[k]);
-        verify(what, (const float *)h + k, n[k], GS_FLOAT32, GS_OP_SUM, DATA_INT, &got[2 * k]);
+        verify(what, (const float *)h + k, n[k], GS_FLOAT32, GS_OP_SUM, GS_FLOAT32, DATA_INT, &got[2 * k]);
     }
     CHECK_CU(cushim_free(outs));
 }
@@ -267,7 +556,7 @@ static void test_streams(gs_context *ctx, cushim_ptr d, void *h, cushim_ptr dout
     cushim_stream streams[] = {NULL, (cushim_stream)0x2 /* per-thread default */, s1, s2};
     for (int c = 0; c < 2; c++)
         for (int i = 0; i < 4; i++)
-            run_case(c ? NULL : ctx, d, h, 0, n, GS_INT32, GS_OP_SUM, DATA_INT, dout, streams[i]);
+            run_case(c ? NULL : ctx, d, h, 0, n, GS_INT32, GS_OP_SUM, GS_INT32, DATA_INT, dout, streams[i]);
     CHECK_CU(cushim_stream_destroy(s1));
     CHECK_CU(cushim_stream_destroy(s2));
 }
@@ -291,8 +580,8 @@ static void test_overlap(gs_context *ctx, cushim_ptr d, void *h)
         float got[4];
         CHECK_CU(cushim_ctx_sync());
         CHECK_CU(cushim_d2h(got, outs, 16));
-        verify("overlap max", h, n, GS_FLOAT32, GS_OP_MAX, DATA_INT, &got[0]);
-        verify("overlap sum", (const float *)h + 3, n, GS_FLOAT32, GS_OP_SUM, DATA_INT, &got[2]);
+        verify("overlap max", h, n, GS_FLOAT32, GS_OP_MAX, GS_FLOAT32, DATA_INT, &got[0]);
+        verify("overlap sum", (const float *)h + 3, n, GS_FLOAT32, GS_OP_SUM, GS_FLOAT32, DATA_INT, &got[2]);
         for (int i = 0; i < 2; i++)
             CHECK_CU(cushim_stream_destroy(s[i]));
     }
@@ -303,8 +592,9 @@ static void test_overlap(gs_context *ctx, cushim_ptr d, void *h)
 static void test_determinism(gs_context *ctx, cushim_ptr d, void *h, cushim_ptr dout)
 {
     const size_t n = g_quick ? 100003 : (1u << 24) + 7;
-    for (int ti = 1; ti < 3; ti++) {
-        gs_dtype t = k_types[ti];
+    const gs_dtype types[] = {GS_FLOAT32, GS_FLOAT64, GS_FLOAT16, GS_BFLOAT16};
+    for (int ti = 0; ti < 4; ti++) {
+        gs_dtype t = types[ti];
         fill(h, n, t, DATA_MIXED);
         CHECK_CU(cushim_h2d(d, h, n * dsize(t)));
         unsigned char first[8], got[8];
@@ -314,7 +604,7 @@ static void test_determinism(gs_context *ctx, cushim_ptr d, void *h, cushim_ptr 
             CHECK_CU(cushim_d2h(got, dout, dsize(t)));
             if (rep == 0) {
                 memcpy(first, got, 8);
-                verify("determinism first run", h, n, t, GS_OP_SUM, DATA_MIXED, got);
+                verify("determinism first run", h, n, t, GS_OP_SUM, t, DATA_MIXED, got);
             } else if (memcmp(first, got, dsize(t)) != 0) {
                 FAIL("%s sum n=%zu: run %d differs bitwise from run 0", dname(t), n, rep);
                 break;
@@ -355,7 +645,6 @@ int main(void)
         FAIL("compute capability %d.%d should pick cuda_sm20, got %s", info.cc_major, info.cc_minor,
              info.backend_name);
 
-    /* The host buffer is filled whole each time; quick mode keeps it small. */
     void *h = malloc(MAX_N * 8);
     cushim_ptr d, dout;
     if (!h) {
@@ -368,8 +657,8 @@ int main(void)
     struct {
         const char *name;
         void (*fn)(gs_context *, cushim_ptr, void *, cushim_ptr);
-    } parts[] = {{"matrix", test_matrix}, {"nan", test_nan}, {"streams", test_streams},
-                 {"determinism", test_determinism}};
+    } parts[] = {{"matrix", test_matrix}, {"large", test_large},   {"nan", test_nan},
+                 {"streams", test_streams}, {"determinism", test_determinism}};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
         int before = g_failures, checks = g_checks;
         parts[i].fn(ctx, d, h, dout);
