@@ -197,6 +197,21 @@ gs_status gs_workspace_get(gs_context *ctx, CUstream stream, CUdeviceptr *buffer
     gs_status st = GS_SUCCESS;
     gs_workspace_slot *slot = ctx->nslots ? find_slot(ctx->slots, ctx->nslots, id) : NULL;
     if (!slot || slot->stream_id == 0) {
+        /* First sight of this stream (ids are never reused, so once is enough): a stream
+         * of another CUDA context would launch into that context with our workspace. */
+        CUcontext owner = NULL;
+        rc = ctx->drv->cuStreamGetCtx(stream, &owner);
+        if (rc != CUDA_SUCCESS) {
+            pthread_mutex_unlock(&ctx->lock);
+            return gs_cuda_error(ctx->drv, rc, "cuStreamGetCtx(stream %p)", (void *)stream);
+        }
+        if (owner != ctx->cu) {
+            pthread_mutex_unlock(&ctx->lock);
+            return gs_fail(GS_ERROR_INVALID_CONTEXT,
+                           "gs_reduce: stream %p belongs to another CUDA context than this gridsync context "
+                           "(device %d's primary context)",
+                           (void *)stream, ctx->ordinal);
+        }
         CUdeviceptr buf = 0;
         st = new_workspace(ctx, &buf);
         if (st == GS_SUCCESS && (ctx->nused + 1) * 2 > ctx->nslots)

@@ -10,7 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <elf.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "driver.h"
 #include "error.h"
@@ -110,12 +113,50 @@ static loaded_entry *g_loaded;
 /* Offsets of the v1 members every backend must fill. */
 #define OPS_V1_END (offsetof(gs_backend_ops, reduce) + sizeof(((gs_backend_ops *)0)->reduce))
 
+/* glibc's dlopen maps the segments a file declares without checking that the file holds
+ * them, and the process dies of SIGBUS touching the missing part of a truncated copy (a
+ * half-written package, a full disk). So before dlopen: every PT_LOAD/PT_DYNAMIC segment
+ * must lie inside the file. Returns 0 when the file looks whole (or is not a 64-bit ELF
+ * file at all: dlopen then says why in its own words), else writes the reason to `why`. */
+static int elf_truncated(const char *path, char *why, size_t len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    struct stat sb;
+    Elf64_Ehdr eh;
+    int bad = 0;
+    if (fstat(fd, &sb) == 0 && pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh &&
+        memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
+        eh.e_phentsize == sizeof(Elf64_Phdr)) {
+        for (unsigned i = 0; i < eh.e_phnum && !bad; i++) {
+            Elf64_Phdr ph;
+            if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (uint64_t)i * sizeof ph)) != (ssize_t)sizeof ph) {
+                snprintf(why, len, "truncated file: program header %u lies past the end of the file", i);
+                bad = 1;
+            } else if ((ph.p_type == PT_LOAD || ph.p_type == PT_DYNAMIC) &&
+                       ph.p_offset + ph.p_filesz > (uint64_t)sb.st_size) {
+                snprintf(why, len, "truncated file: segment %u ends at byte %llu, but the file has %lld bytes", i,
+                         (unsigned long long)(ph.p_offset + ph.p_filesz), (long long)sb.st_size);
+                bad = 1;
+            }
+        }
+    }
+    close(fd);
+    return bad;
+}
+
 static gs_status load_file_uncached(const char *path, const gs_backend_ops **ops_out)
 {
+    /* A file that cannot be loaded at all is not a backend: BACKEND_NOT_FOUND (the
+     * header's contract); INIT_FAILED is for a backend that loaded and then failed. */
+    char why[256];
+    if (elf_truncated(path, why, sizeof why))
+        return gs_fail(GS_ERROR_BACKEND_NOT_FOUND, "%s: cannot load: %s", path, why);
     /* RTLD_LOCAL: backends' own symbols never interpose on the application's. */
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h)
-        return gs_fail(GS_ERROR_BACKEND_INIT_FAILED, "%s: cannot load: %s", path, dlerror());
+        return gs_fail(GS_ERROR_BACKEND_NOT_FOUND, "%s: cannot load: %s", path, dlerror());
     gs_backend_entry_v1_fn entry = (gs_backend_entry_v1_fn)dlsym(h, GS_BACKEND_ENTRY_V1_NAME);
     if (!entry) {
         dlclose(h);
@@ -294,8 +335,25 @@ static char *find_backend(const dir_list *dirs, const char *name, gs_strbuf *log
 typedef struct attempt {
     gs_status first_status; /* of the most preferred backend whose file existed */
     int any_found;
-    gs_strbuf reasons;      /* "name: reason; ..." for the final message */
+    gs_strbuf reasons;      /* "label (path): reason; ..." for the final message */
 } attempt;
+
+/* Appends one "; "-separated item to the one-line reason list. */
+static void add_reason(attempt *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_reason(attempt *a, const char *fmt, ...)
+{
+    char item[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(item, sizeof item, fmt, ap);
+    va_end(ap);
+    if (a->reasons.len) {
+        a->reasons.data[--a->reasons.len] = '\0'; /* drop the strbuf's newline */
+        gs_strbuf_appendf(&a->reasons, "; %s", item);
+    } else {
+        gs_strbuf_appendf(&a->reasons, "%s", item);
+    }
+}
 
 /* Loads `path` and offers it to the device. Returns GS_SUCCESS when accepted. */
 static gs_status try_path(const char *label, const char *path, gs_backend_try_fn try_fn, void *user,
@@ -318,9 +376,13 @@ static gs_status try_path(const char *label, const char *path, gs_backend_try_fn
     if (!a->any_found)
         a->first_status = st;
     a->any_found = 1;
-    if (a->reasons.len)
-        a->reasons.data[a->reasons.len - 1] = ';'; /* keep it one line */
-    gs_strbuf_appendf(&a->reasons, "%s %s", label, why);
+    size_t plen = strlen(path);
+    if (strcmp(label, path) != 0)
+        add_reason(a, "%s (%s): %s", label, path, why);
+    else if (strncmp(why, path, plen) == 0 && why[plen] == ':' && why[plen + 1] == ' ')
+        add_reason(a, "%s", why); /* already "path: reason" */
+    else
+        add_reason(a, "%s: %s", path, why);
     return st;
 }
 
@@ -328,7 +390,7 @@ static gs_status finish(attempt *a, gs_status fallback_status, const char *what)
 {
     gs_status st = a->any_found ? a->first_status : fallback_status;
     if (a->reasons.len)
-        a->reasons.data[a->reasons.len - 1] = '\0';
+        a->reasons.data[--a->reasons.len] = '\0';
     gs_fail(st, "%s%s%s", what, a->reasons.len ? ": " : "", a->reasons.len ? a->reasons.data : "");
     free(a->reasons.data);
     return st;
@@ -389,8 +451,18 @@ gs_status gs_select_backend(int cc_major, int cc_minor, gs_backend_try_fn try_fn
         gs_trace("loader: search directory %d: %s", i, dirs.dirs[i]);
     for (int i = 0; i < nprefs; i++) {
         char *path = find_backend(&dirs, prefs[i], log);
-        if (!path)
+        if (!path) {
+            gs_strbuf where = {0};
+            for (int d = 0; d < dirs.n; d++)
+                gs_strbuf_appendf(&where, "%s", dirs.dirs[d]);
+            for (size_t k = 0; k < where.len; k++) /* one line, ':'-separated like a PATH */
+                if (where.data[k] == '\n')
+                    where.data[k] = k + 1 == where.len ? '\0' : ':';
+            add_reason(&a, "%s: no gridsync-%s.so in %s", prefs[i], prefs[i],
+                       where.data ? where.data : "(no search directory)");
+            free(where.data);
             continue;
+        }
         gs_status st = try_path(prefs[i], path, try_fn, user, log, &a);
         free(path);
         if (st == GS_SUCCESS) {

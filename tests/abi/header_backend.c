@@ -1,0 +1,27 @@
+/* gridsync_backend.h must compile cleanly on its own as C11 (with cuda.h), and its
+ * driver prototypes must be exactly the ABI versions the core resolves (core/driver.h):
+ * the core hands its resolved pointers straight to backends. */
+#include "gridsync_backend.h"
+#include "gridsync_backend.h"
+
+#include <cudaTypedefs.h>
+
+#define SAME_TYPE(member, pfn)                                                                    \
+    _Static_assert(__builtin_types_compatible_p(__typeof__(((gs_backend_host *)0)->member), pfn), \
+                   "gs_backend_host." #member " is not " #pfn)
+SAME_TYPE(cuGetErrorName, PFN_cuGetErrorName_v6000);
+SAME_TYPE(cuDeviceGetAttribute, PFN_cuDeviceGetAttribute_v2000);
+SAME_TYPE(cuModuleLoadData, PFN_cuModuleLoadData_v2000);
+SAME_TYPE(cuModuleUnload, PFN_cuModuleUnload_v2000);
+SAME_TYPE(cuModuleGetFunction, PFN_cuModuleGetFunction_v2000);
+SAME_TYPE(cuFuncGetAttribute, PFN_cuFuncGetAttribute_v2020);
+SAME_TYPE(cuFuncSetAttribute, PFN_cuFuncSetAttribute_v9000);
+SAME_TYPE(cuOccupancyMaxActiveBlocksPerMultiprocessor, PFN_cuOccupancyMaxActiveBlocksPerMultiprocessor_v6050);
+SAME_TYPE(cuLaunchKernel, PFN_cuLaunchKernel_v4000);
+SAME_TYPE(cuGetProcAddress, PFN_cuGetProcAddress_v12000);
+_Static_assert(__builtin_types_compatible_p(gs_backend_entry_v1_fn,
+                                            gs_status (*)(uint32_t, const gs_backend_host *,
+                                                          const gs_backend_ops **)),
+               "the v1 entry point's type changed");
+_Static_assert(GS_BACKEND_ABI_VERSION_MAJOR(GS_BACKEND_ABI_VERSION) == GS_BACKEND_ABI_MAJOR,
+               "GS_BACKEND_ABI_VERSION encodes major << 16 | minor");

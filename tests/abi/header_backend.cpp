@@ -1,0 +1,7 @@
+// gridsync_backend.h from C++ (a backend may be written in C++): compiles cleanly, and a
+// function with the documented entry point signature converts to gs_backend_entry_v1_fn.
+#include "gridsync_backend.h"
+
+extern "C" gs_status gridsync_backend_entry_v1(uint32_t, const gs_backend_host *, const gs_backend_ops **);
+gs_backend_entry_v1_fn gs_backend_header_use();
+gs_backend_entry_v1_fn gs_backend_header_use() { return gridsync_backend_entry_v1; }
