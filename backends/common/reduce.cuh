@@ -199,6 +199,36 @@ template <typename T, typename Out> struct OpXor : OpOr<T, Out> {
     static __device__ __forceinline__ Acc combine(Acc a, Acc b) { return a ^ b; }
 };
 
+/* ---- folding one element into a thread's accumulator -----------------------------------
+ * Accum<Op>::add(acc, x, i) is combine(acc, lift(x, i)) where every element folded into
+ * `acc` so far has a lower index than i (the kernel's loops visit each accumulator's
+ * elements in increasing index order). For ARGMIN/ARGMAX that order makes the tie-break
+ * free: the accumulator wins ties, so no index comparison and one select per element,
+ * which is what keeps the 2-byte types' ARGMAX at memory speed. */
+template <typename Op> struct Accum {
+    static __device__ __forceinline__ typename Op::Acc add(typename Op::Acc a, typename Op::In x, int64_t i)
+    {
+        return Op::combine(a, Op::lift(x, i));
+    }
+};
+
+template <typename T, typename Out, bool kMax> struct AccumArg {
+    typedef OpArgBase<T, Out, kMax> Base;
+    static __device__ __forceinline__ typename Base::Acc add(typename Base::Acc a, T xr, int64_t i)
+    {
+        const typename Base::V x = widen(xr);
+        /* a is empty, or a is a number and x is a NaN or strictly better */
+        const bool take = a.i < 0 || (!is_nan(a.v) && (is_nan(x) || (kMax ? a.v < x : x < a.v)));
+        if (take) {
+            a.v = x;
+            a.i = i;
+        }
+        return a;
+    }
+};
+template <typename T, typename Out> struct Accum<OpArgMin<T, Out> > : AccumArg<T, Out, false> {};
+template <typename T, typename Out> struct Accum<OpArgMax<T, Out> > : AccumArg<T, Out, true> {};
+
 /* ---- the kernel body -----------------------------------------------------------------*/
 
 /* Folds the 16 / sizeof(T) elements of one vector, whose first has index `first`. */
@@ -211,7 +241,7 @@ __device__ __forceinline__ typename Op::Acc fold16(typename Op::Acc acc, const u
     memcpy(v, &raw, 16);
 #pragma unroll
     for (int k = 0; k < kPer; k++)
-        acc = Op::combine(acc, Op::lift(v[k], (int64_t)(first + k)));
+        acc = Accum<Op>::add(acc, v[k], (int64_t)(first + k));
     return acc;
 }
 
@@ -246,11 +276,9 @@ __device__ __forceinline__ void reduce_kernel(const typename Op::In *__restrict_
     for (int u = 0; u < kUnroll; u++)
         acc[u] = Op::identity();
 
-    /* Head and tail elements: one per thread of the first threads of the grid. */
+    /* Head elements (before every vector): one per thread of the first threads. */
     if (gtid < head)
-        acc[0] = Op::combine(acc[0], Op::lift(in[gtid], (int64_t)gtid));
-    if (gtid < n - tail_begin)
-        acc[kUnroll - 1] = Op::combine(acc[kUnroll - 1], Op::lift(in[tail_begin + gtid], (int64_t)(tail_begin + gtid)));
+        acc[0] = Accum<Op>::add(acc[0], in[gtid], (int64_t)gtid);
 
     /* kUnroll independent loads in flight, then fold each into its own accumulator. */
     uint64_t i = gtid;
@@ -265,6 +293,9 @@ __device__ __forceinline__ void reduce_kernel(const typename Op::In *__restrict_
     }
     for (; i < nvec; i += stride)
         acc[0] = fold16<Op>(acc[0], Policy::load16(vin + i), head + i * kPer);
+    /* Tail elements (after every vector), also in increasing index order per accumulator. */
+    if (gtid < n - tail_begin)
+        acc[0] = Accum<Op>::add(acc[0], in[tail_begin + gtid], (int64_t)(tail_begin + gtid));
 #pragma unroll
     for (int u = 1; u < kUnroll; u++)
         acc[0] = Op::combine(acc[0], acc[u]);
