@@ -199,31 +199,66 @@ template <typename T, typename Out> struct OpXor : OpOr<T, Out> {
     static __device__ __forceinline__ Acc combine(Acc a, Acc b) { return a ^ b; }
 };
 
-/* ---- folding one element into a thread's accumulator -----------------------------------
- * Accum<Op>::add(acc, x, i) is combine(acc, lift(x, i)) where every element folded into
- * `acc` so far has a lower index than i (the kernel's loops visit each accumulator's
- * elements in increasing index order). For ARGMIN/ARGMAX that order makes the tie-break
- * free: the accumulator wins ties, so no index comparison and one select per element,
- * which is what keeps the 2-byte types' ARGMAX at memory speed. */
+/* ---- folding elements into a thread's accumulator -------------------------------------
+ * Accum<Op>::add(acc, x, i) is combine(acc, lift(x, i)), and add_vec the same over one
+ * vector of consecutive elements, where every element folded into `acc` so far has a
+ * lower index (the kernel's loops visit each accumulator's elements in increasing index
+ * order). For ARGMIN/ARGMAX that order makes the tie-break free (the accumulator wins
+ * ties): within a vector only the value and a 32-bit position are tracked, and the 64-bit
+ * index is merged once per vector, which keeps the 2-byte types' ARGMAX near memory speed. */
 template <typename Op> struct Accum {
     static __device__ __forceinline__ typename Op::Acc add(typename Op::Acc a, typename Op::In x, int64_t i)
     {
         return Op::combine(a, Op::lift(x, i));
     }
+    template <int kPer>
+    static __device__ __forceinline__ typename Op::Acc add_vec(typename Op::Acc a, const typename Op::In (&v)[kPer],
+                                                               uint64_t first)
+    {
+#pragma unroll
+        for (int k = 0; k < kPer; k++)
+            a = add(a, v[k], (int64_t)(first + k));
+        return a;
+    }
 };
 
 template <typename T, typename Out, bool kMax> struct AccumArg {
     typedef OpArgBase<T, Out, kMax> Base;
-    static __device__ __forceinline__ typename Base::Acc add(typename Base::Acc a, T xr, int64_t i)
+    typedef typename Base::V V;
+    /* Whether x, later in index order than best, replaces it: best is a number and x is a
+     * NaN or strictly better. */
+    static __device__ __forceinline__ bool better(V best, V x)
     {
-        const typename Base::V x = widen(xr);
-        /* a is empty, or a is a number and x is a NaN or strictly better */
-        const bool take = a.i < 0 || (!is_nan(a.v) && (is_nan(x) || (kMax ? a.v < x : x < a.v)));
-        if (take) {
+        return !is_nan(best) && (is_nan(x) || (kMax ? best < x : x < best));
+    }
+    static __device__ __forceinline__ typename Base::Acc merge(typename Base::Acc a, V x, int64_t i)
+    {
+        if (a.i < 0 || better(a.v, x)) {
             a.v = x;
             a.i = i;
         }
         return a;
+    }
+    static __device__ __forceinline__ typename Base::Acc add(typename Base::Acc a, T x, int64_t i)
+    {
+        return merge(a, widen(x), i);
+    }
+    /* One vector: the first best of its elements with a 32-bit position, then one merge
+     * with the accumulator (whose indices are all lower) - the same first-best answer. */
+    template <int kPer>
+    static __device__ __forceinline__ typename Base::Acc add_vec(typename Base::Acc a, const T (&v)[kPer],
+                                                                 uint64_t first)
+    {
+        V best = widen(v[0]);
+        int at = 0;
+#pragma unroll
+        for (int k = 1; k < kPer; k++) {
+            const V x = widen(v[k]);
+            const bool take = better(best, x);
+            best = take ? x : best;
+            at = take ? k : at;
+        }
+        return merge(a, best, (int64_t)(first + (uint64_t)at));
     }
 };
 template <typename T, typename Out> struct Accum<OpArgMin<T, Out> > : AccumArg<T, Out, false> {};
@@ -239,10 +274,7 @@ __device__ __forceinline__ typename Op::Acc fold16(typename Op::Acc acc, const u
     const int kPer = 16 / sizeof(T);
     T v[kPer];
     memcpy(v, &raw, 16);
-#pragma unroll
-    for (int k = 0; k < kPer; k++)
-        acc = Accum<Op>::add(acc, v[k], (int64_t)(first + k));
-    return acc;
+    return Accum<Op>::template add_vec<kPer>(acc, v, first);
 }
 
 template <typename Policy, typename Op>
