@@ -61,6 +61,14 @@ template <typename W> __device__ __forceinline__ bool is_nan(W) { return false; 
 template <> __device__ __forceinline__ bool is_nan<float>(float x) { return x != x; }
 template <> __device__ __forceinline__ bool is_nan<double>(double x) { return x != x; }
 
+/* min/max of two numbers (NaNs are the callers' business): one instruction each. */
+template <typename W> __device__ __forceinline__ W vmax(W a, W b) { return a < b ? b : a; }
+template <typename W> __device__ __forceinline__ W vmin(W a, W b) { return b < a ? b : a; }
+template <> __device__ __forceinline__ float vmax<float>(float a, float b) { return fmaxf(a, b); }
+template <> __device__ __forceinline__ float vmin<float>(float a, float b) { return fminf(a, b); }
+template <> __device__ __forceinline__ double vmax<double>(double a, double b) { return fmax(a, b); }
+template <> __device__ __forceinline__ double vmin<double>(double a, double b) { return fmin(a, b); }
+
 /* The extremes of T, in Wide<T>: the identities of MIN and MAX (infinities for floats). */
 template <typename T> struct Bounds;
 #define GS_INT_BOUNDS(T, lo, hi)                                                          \
@@ -204,8 +212,8 @@ template <typename T, typename Out> struct OpXor : OpOr<T, Out> {
  * vector of consecutive elements, where every element folded into `acc` so far has a
  * lower index (the kernel's loops visit each accumulator's elements in increasing index
  * order). For ARGMIN/ARGMAX that order makes the tie-break free (the accumulator wins
- * ties): within a vector only the value and a 32-bit position are tracked, and the 64-bit
- * index is merged once per vector, which keeps the 2-byte types' ARGMAX near memory speed. */
+ * ties), and lets a vector that cannot improve on the accumulator be skipped after one
+ * min/max per element, which keeps ARGMAX near memory speed. */
 template <typename Op> struct Accum {
     static __device__ __forceinline__ typename Op::Acc add(typename Op::Acc a, typename Op::In x, int64_t i)
     {
@@ -243,22 +251,31 @@ template <typename T, typename Out, bool kMax> struct AccumArg {
     {
         return merge(a, widen(x), i);
     }
-    /* One vector: the first best of its elements with a 32-bit position, then one merge
-     * with the accumulator (whose indices are all lower) - the same first-best answer. */
+    /* One vector. Fast path: the vector's extreme (one min/max instruction per element)
+     * and whether it holds a NaN; when neither can replace the accumulator - the usual
+     * case once a thread has seen a few vectors of random data - nothing else is done.
+     * Otherwise the exact scan, element by element (first best wins). */
     template <int kPer>
     static __device__ __forceinline__ typename Base::Acc add_vec(typename Base::Acc a, const T (&v)[kPer],
                                                                  uint64_t first)
     {
-        V best = widen(v[0]);
-        int at = 0;
+        V x[kPer];
+#pragma unroll
+        for (int k = 0; k < kPer; k++)
+            x[k] = widen(v[k]);
+        V m = x[0];
+        bool nan = is_nan(x[0]);
 #pragma unroll
         for (int k = 1; k < kPer; k++) {
-            const V x = widen(v[k]);
-            const bool take = better(best, x);
-            best = take ? x : best;
-            at = take ? k : at;
+            m = kMax ? vmax(m, x[k]) : vmin(m, x[k]);
+            nan |= is_nan(x[k]);
         }
-        return merge(a, best, (int64_t)(first + (uint64_t)at));
+        if (a.i >= 0 && !nan && !better(a.v, m))
+            return a;
+#pragma unroll
+        for (int k = 0; k < kPer; k++)
+            a = merge(a, x[k], (int64_t)(first + (uint64_t)k));
+        return a;
     }
 };
 template <typename T, typename Out> struct Accum<OpArgMin<T, Out> > : AccumArg<T, Out, false> {};
