@@ -15,6 +15,9 @@
  *    dropped or doubled element is caught at any n; mixed sign and magnitude, within
  *    n*eps*sum|x|; many ties for ARGMIN/ARGMAX; integers exact with wrap-around;
  *  - NaN propagation of MIN/MAX and first-NaN ARGMIN/ARGMAX for every float type;
+ *  - infinities (SUM +inf, or NaN with both signs; first +inf for ARGMAX), signed zeros,
+ *    all-equal inputs (ARGMIN/ARGMAX 0);
+ *  - more than 2^32 elements (uint8, 2^32 + 5): SUM into uint64, MAX, ARGMAX past 2^32;
  *  - the output is poisoned before every launch, so an unwritten result fails;
  *  - many launches queued back to back on one stream (the counter must reset itself);
  *  - the same reduction on the legacy, per-thread and two created streams, explicit and
@@ -346,6 +349,11 @@ static void verify(const char *what, const void *buf, size_t n, gs_dtype t, gs_o
             ref *= v;
         }
     }
+    if (!isfinite(ref)) { /* an infinity among the inputs (or an overflow): exact */
+        if (!(r == ref || (r != r && ref != ref)))
+            FAIL("%s: got %.17Lg, want %.17Lg", what, r, ref);
+        return;
+    }
     gs_dtype acc_t = (t == GS_FLOAT16 || t == GS_BFLOAT16 || out == GS_FLOAT64) ? (out == GS_FLOAT64 ? GS_FLOAT64 : GS_FLOAT32) : t;
     long double bound;
     if (op == GS_OP_PROD)
@@ -541,6 +549,116 @@ static void test_nan(gs_context *ctx, cushim_ptr d, void *h, cushim_ptr dout)
     }
 }
 
+/* Infinities, signed zeros and all-equal inputs. */
+static void test_special(gs_context *ctx, cushim_ptr d, void *h, cushim_ptr dout)
+{
+    const size_t sizes[] = {1, 257, 65537, (1u << 20) + 3};
+    const gs_dtype types[] = {GS_FLOAT32, GS_FLOAT64, GS_FLOAT16, GS_BFLOAT16, GS_INT32, GS_UINT8};
+    for (size_t si = 0; si < (g_quick ? 3u : 4u); si++) {
+        size_t n = sizes[si];
+        for (int ti = 0; ti < 6; ti++) {
+            gs_dtype t = types[ti];
+            const int fl = tinfo(t)->is_float;
+            /* all equal: MIN/MAX the value, ARGMIN/ARGMAX index 0 */
+            for (size_t i = 0; i < n; i++) {
+                if (fl)
+                    putf(h, i, t, 3.0);
+                else
+                    puti(h, i, tinfo(t), 3);
+            }
+            upload(d, h, n * dsize(t));
+            for (int op = GS_OP_MIN; op <= GS_OP_ARGMAX; op++)
+                run_case(ctx, d, h, 0, n, t, (gs_op)op, op >= GS_OP_ARGMIN ? GS_INT64 : t, DATA_INT, dout, NULL);
+            if (!fl)
+                continue;
+            /* +inf (twice: ARGMAX finds the first), and -inf: MIN/MAX/ARG* exact; SUM with
+             * only +inf is +inf, with both it is NaN */
+            for (int both = 0; both < 2; both++) {
+                fill(h, n, t, DATA_MIXED);
+                putf(h, rnd() % n, t, INFINITY);
+                putf(h, rnd() % n, t, INFINITY);
+                if (both && n > 1)
+                    putf(h, rnd() % n, t, -INFINITY);
+                upload(d, h, n * dsize(t));
+                for (int op = GS_OP_SUM; op <= GS_OP_ARGMAX; op++)
+                    if (op != GS_OP_PROD)
+                        run_case(ctx, d, h, 0, n, t, (gs_op)op, op >= GS_OP_ARGMIN ? GS_INT64 : t, DATA_MIXED, dout,
+                                 NULL);
+            }
+            /* signed zeros only: every result compares equal to 0; ARG* index 0 (ties) */
+            for (size_t i = 0; i < n; i++)
+                putf(h, i, t, (rnd() & 1) ? -0.0 : 0.0);
+            upload(d, h, n * dsize(t));
+            for (int op = GS_OP_SUM; op <= GS_OP_ARGMAX; op++)
+                run_case(ctx, d, h, 0, n, t, (gs_op)op, op >= GS_OP_ARGMIN ? GS_INT64 : t, DATA_INT, dout, NULL);
+        }
+    }
+}
+
+/* More than 2^32 elements: uint8 at 2^32 + 5 (4 GiB), so indices and counts need 64 bits.
+ * SUM into uint64 (exact), MAX, and ARGMAX of a maximum planted twice past 2^32. Skipped
+ * (with a message) when the device or the host lacks the memory. */
+static void test_huge(gs_context *ctx)
+{
+    const size_t n = ((size_t)1 << 32) + 5;
+    size_t free_b = 0, total_b = 0;
+    CHECK_CU(cushim_device_memory(&free_b, &total_b));
+    if (g_quick || free_b < n + ((size_t)1 << 30)) {
+        printf("huge: skipped (%s; %zu MiB free on the device)\n", g_quick ? "quick mode" : "too little memory",
+               free_b >> 20);
+        return;
+    }
+    unsigned char *h = malloc(n);
+    cushim_ptr d, out;
+    if (!h) {
+        printf("huge: skipped (no 4 GiB of host memory)\n");
+        return;
+    }
+    for (size_t i = 0; i + 8 <= n; i += 8) {
+        uint64_t r = rnd() & 0x7f7f7f7f7f7f7f7full; /* bytes 0 .. 127 */
+        memcpy(h + i, &r, 8);
+    }
+    for (size_t i = n - n % 8; i < n; i++)
+        h[i] = (unsigned char)(rnd() & 0x7f);
+    const size_t at = ((size_t)1 << 32) + 2;
+    h[at] = 200;
+    h[at + 2] = 200;
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += h[i];
+    CHECK_CU(cushim_alloc(&d, n));
+    CHECK_CU(cushim_alloc(&out, 8));
+    upload(d, h, n);
+    uint64_t got;
+    gs_reduce_options wide = {.struct_size = sizeof wide, .out_dtype = GS_UINT64};
+    CHECK_CU(cushim_memset8(out, POISON, 8));
+    CHECK_CU(cushim_ctx_sync());
+    CHECK_GS(gs_reduce_ex(ctx, (const void *)(uintptr_t)d, n, GS_UINT8, GS_OP_SUM, (void *)(uintptr_t)out, NULL, &wide));
+    CHECK_CU(cushim_d2h(&got, out, 8));
+    g_checks++;
+    if (got != sum)
+        FAIL("u8 sum -> u64 n=2^32+5: got %" PRIu64 ", want %" PRIu64, got, sum);
+    unsigned char mx = 0;
+    CHECK_CU(cushim_memset8(out, POISON, 8));
+    CHECK_CU(cushim_ctx_sync());
+    CHECK_GS(gs_reduce(ctx, (const void *)(uintptr_t)d, n, GS_UINT8, GS_OP_MAX, (void *)(uintptr_t)out, NULL));
+    CHECK_CU(cushim_d2h(&mx, out, 1));
+    g_checks++;
+    if (mx != 200)
+        FAIL("u8 max n=2^32+5: got %u, want 200", mx);
+    int64_t idx = 0;
+    CHECK_CU(cushim_memset8(out, POISON, 8));
+    CHECK_CU(cushim_ctx_sync());
+    CHECK_GS(gs_reduce(ctx, (const void *)(uintptr_t)d, n, GS_UINT8, GS_OP_ARGMAX, (void *)(uintptr_t)out, NULL));
+    CHECK_CU(cushim_d2h(&idx, out, 8));
+    g_checks++;
+    if (idx != (int64_t)at)
+        FAIL("u8 argmax n=2^32+5: got %" PRId64 ", want %zu", idx, at);
+    CHECK_CU(cushim_free(d));
+    CHECK_CU(cushim_free(out));
+    free(h);
+}
+
 /* Many launches queued on one stream without a host sync in between, each into its own
  * output: every one must be right, so the last block must leave the counter at 0. */
 static void test_back_to_back(gs_context *ctx, cushim_ptr d, void *h)
@@ -690,8 +808,8 @@ int main(void)
     struct {
         const char *name;
         void (*fn)(gs_context *, cushim_ptr, void *, cushim_ptr);
-    } parts[] = {{"matrix", test_matrix}, {"large", test_large},   {"nan", test_nan},
-                 {"streams", test_streams}, {"determinism", test_determinism}};
+    } parts[] = {{"matrix", test_matrix},   {"large", test_large},   {"nan", test_nan},
+                 {"special", test_special}, {"streams", test_streams}, {"determinism", test_determinism}};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
         int before = g_failures, checks = g_checks;
         double t0 = now_s();
@@ -706,10 +824,16 @@ int main(void)
     test_overlap(ctx, d, h);
     printf("%-12s %5d checks, %d failed\n", "overlap", g_checks - checks, g_failures - before);
 
+    /* the 4 GiB case last, with the other buffers freed */
     CHECK_CU(cushim_free(d));
     CHECK_CU(cushim_free(dout));
-    CHECK_GS(gs_context_destroy(ctx));
     free(h);
+    before = g_failures, checks = g_checks;
+    double t0 = now_s();
+    test_huge(ctx);
+    printf("%-12s %5d checks, %d failed (%.1f s)\n", "huge", g_checks - checks, g_failures - before, now_s() - t0);
+
+    CHECK_GS(gs_context_destroy(ctx));
     printf("backend %s: %d checks, %d failed\n", info.backend_name, g_checks, g_failures);
     return g_failures ? 1 : 0;
 }
