@@ -97,9 +97,18 @@ static int check(CUresult rc, const char *what)
     return -1;
 }
 
+static void *g_handle;
+static void load(void);
+
+void *cushim_driver_symbol(const char *name)
+{
+    pthread_once(&g_once, load);
+    return g_handle && g_load == CUSHIM_OK ? dlsym(g_handle, name) : NULL;
+}
+
 static void load(void)
 {
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    void *h = g_handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         snprintf(g_load_err, sizeof g_load_err, "no CUDA driver: %s", dlerror());
         g_load = CUSHIM_NO_DRIVER;

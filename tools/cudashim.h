@@ -26,6 +26,9 @@ typedef void *cushim_event;
  * current on the calling thread (as cudaSetDevice does). Safe to call again (on another
  * thread, to make the context current there). */
 cushim_status cushim_init(int ordinal);
+/* Any other driver entry point, by its exported name (e.g. "cuGraphLaunch"), for tests that
+ * need more than this file wraps; NULL before a successful cushim_init or if absent. */
+void *cushim_driver_symbol(const char *name);
 /* The last failure's message (thread-local). */
 const char *cushim_error(void);
 

@@ -2,8 +2,9 @@
 # Everything that needs a GPU, in one go (for a lent GPU machine with a time budget):
 # build, the CPU suites, the gpu suite three times at once (automatic choice, cuda_sm20
 # forced, cuda_sm11_compat forced), the `gridsync` command (info, reduce, selftest),
-# cuobjdump of the backends, and with SANITIZE=1 compute-sanitizer (memcheck, racecheck,
-# synccheck, initcheck) over the gpu suite's quick mode for both backends.
+# cuobjdump of the backends, the concurrency/graph/churn/sticky-error program per backend,
+# and with SANITIZE=1 tests/sanitize.sh (compute-sanitizer's memcheck, racecheck,
+# synccheck, initcheck over both gpu programs' quick mode, both backends).
 #
 #   tests/gpu/device-run.sh OUTDIR
 #
@@ -77,26 +78,25 @@ step "the other suites (CPU only; the fake driver stands in for CUDA)"
 timeout 300 meson test -C "$builddir" --no-suite gpu --print-errorlogs --num-processes 8 2>&1 | tail -12
 cp "$builddir/meson-logs/testlog.txt" "$out/testlog-cpu.txt" 2>/dev/null
 
+step "gpu concurrency, graphs, context churn, then a broken context (one backend at a time)"
+for v in auto cuda_sm20 cuda_sm11_compat; do
+    for mode in "" sticky; do
+        log="$out/gpu-concurrency-$v${mode:+-$mode}.log"
+        (
+            [ "$v" = auto ] || export GRIDSYNC_BACKEND=$v
+            timeout -k 5 "${GPU_TIMEOUT:-300}" "$builddir/tests/gpu/test_gpu_concurrency" $mode >"$log" 2>&1
+            echo "exit status $?" >>"$log"
+        )
+        echo "--- $v ${mode:-concurrency}"
+        grep -v "^FAIL" "$log"
+        grep -m 10 "^FAIL" "$log"
+        tail -1 "$log" | grep -q "exit status 0" || status=1
+    done
+done
+
 if [ "${SANITIZE:-0}" = 1 ]; then
-    step "compute-sanitizer over the gpu suite's quick mode (GS_TEST_QUICK=1), 4 tools x 2 backends"
-    pids=()
-    for b in cuda_sm20 cuda_sm11_compat; do
-        for t in memcheck racecheck synccheck initcheck; do
-            (
-                GS_TEST_QUICK=1 GRIDSYNC_BACKEND=$b timeout -k 5 "${SAN_TIMEOUT:-200}" \
-                    compute-sanitizer --tool "$t" --error-exitcode 9 \
-                    "$builddir/tests/gpu/test_gpu_reduce" >"$out/san-$t-$b.log" 2>&1
-                echo "exit status $?" >>"$out/san-$t-$b.log"
-            ) &
-            pids+=($!)
-        done
-    done
-    wait "${pids[@]}"
-    for f in "$out"/san-*.log; do
-        printf '%s: %s | %s\n' "$(basename "$f" .log)" "$(grep -m1 "ERROR SUMMARY\|RACECHECK SUMMARY" "$f")" \
-            "$(tail -1 "$f")"
-        tail -1 "$f" | grep -q "exit status 0" || status=1
-    done
+    step "compute-sanitizer: tests/sanitize.sh (4 tools x 2 backends x 2 programs, quick mode)"
+    SAN_TIMEOUT=${SAN_TIMEOUT:-200} bash tests/sanitize.sh "$builddir" "$out/sanitize" || status=1
 fi
 step "done (status $status)"
 exit $status
