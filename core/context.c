@@ -101,8 +101,11 @@ gs_status gs_context_init(gs_context *ctx, const gs_driver *drv, CUcontext cu, C
 }
 
 /* ctx->cu must be current. */
+static void free_released(gs_context *ctx);
+
 void gs_context_fini(gs_context *ctx)
 {
+    free_released(ctx);
     for (size_t i = 0; i < ctx->nslots; i++)
         if (ctx->slots[i].stream_id)
             ctx->drv->cuMemFree(ctx->slots[i].buffer);
@@ -184,15 +187,134 @@ static gs_status new_workspace(gs_context *ctx, CUdeviceptr *out)
     return st;
 }
 
+/* ---- workspaces of captured launches ---------------------------------------------------
+ * cuStreamGetId (and other stream queries) are not permitted on a capturing stream - the
+ * call fails and invalidates the capture - and a graph may be replayed long after, on any
+ * stream, while the capturing stream is used directly. So a captured launch gets a
+ * workspace of its own, tied to the graph: a CUDA user object whose destructor runs when
+ * the graph (and every executable graph made from it) is gone. Destructors may not call
+ * CUDA, so they only queue the buffer here; it is freed by the next gridsync call in that
+ * CUDA context that is not capturing (or by gs_context_destroy). Buffers still queued at
+ * exit are released with the CUDA context. */
+typedef struct graph_buffer {
+    struct graph_buffer *next;
+    CUcontext cu;
+    CUdeviceptr buffer;
+} graph_buffer;
+
+static pthread_mutex_t g_released_lock = PTHREAD_MUTEX_INITIALIZER;
+static graph_buffer *g_released;
+
+static void CUDA_CB graph_released(void *p)
+{
+    graph_buffer *b = p;
+    pthread_mutex_lock(&g_released_lock);
+    b->next = g_released;
+    __atomic_store_n(&g_released, b, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&g_released_lock);
+}
+
+/* Frees the queued buffers of ctx's CUDA context (current, not capturing). */
+static void free_released(gs_context *ctx)
+{
+    if (!__atomic_load_n(&g_released, __ATOMIC_ACQUIRE))
+        return;
+    graph_buffer *mine = NULL;
+    pthread_mutex_lock(&g_released_lock);
+    for (graph_buffer **pp = &g_released; *pp;) {
+        graph_buffer *b = *pp;
+        if (b->cu == ctx->cu) {
+            *pp = b->next;
+            b->next = mine;
+            mine = b;
+        } else {
+            pp = &b->next;
+        }
+    }
+    pthread_mutex_unlock(&g_released_lock);
+    while (mine) {
+        graph_buffer *b = mine;
+        mine = b->next;
+        gs_trace("workspace: freeing 0x%llx of a destroyed graph", (unsigned long long)b->buffer);
+        ctx->drv->cuMemFree(b->buffer);
+        free(b);
+    }
+}
+
+/* The workspace for a launch captured on `stream` (capture sequence `capture_id` of
+ * `graph`). Called with ctx->lock held. */
+static gs_status capture_workspace(gs_context *ctx, CUstream stream, unsigned long long capture_id, CUgraph graph,
+                                   CUdeviceptr *buffer)
+{
+    for (int i = 0; i < GS_CAPTURE_SLOTS; i++)
+        if (ctx->captures[i].capture_id == capture_id && ctx->captures[i].stream == stream) {
+            *buffer = ctx->captures[i].buffer;
+            return GS_SUCCESS;
+        }
+    const gs_driver *d = ctx->drv;
+    graph_buffer *b = calloc(1, sizeof *b);
+    if (!b)
+        return gs_fail(GS_ERROR_OUT_OF_MEMORY, "out of host memory for a graph workspace record");
+    b->cu = ctx->cu;
+    gs_status st = new_workspace(ctx, &b->buffer);
+    if (st != GS_SUCCESS) {
+        free(b);
+        return st;
+    }
+    /* The user object starts with one reference, moved to the graph; from here on the
+     * destructor owns b (it runs at once if the graph could not take it). */
+    CUuserObject obj;
+    CUresult rc = d->cuUserObjectCreate(&obj, b, graph_released, 1, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC);
+    if (rc != CUDA_SUCCESS) {
+        d->cuMemFree(b->buffer);
+        free(b);
+        return gs_cuda_error(d, rc, "cuUserObjectCreate for a graph workspace");
+    }
+    rc = d->cuGraphRetainUserObject(graph, obj, 1, CU_GRAPH_USER_OBJECT_MOVE);
+    if (rc != CUDA_SUCCESS) {
+        d->cuUserObjectRelease(obj, 1);
+        return gs_cuda_error(d, rc, "cuGraphRetainUserObject for a graph workspace");
+    }
+    gs_capture_slot *slot = &ctx->captures[ctx->next_capture++ % GS_CAPTURE_SLOTS];
+    slot->capture_id = capture_id;
+    slot->stream = stream;
+    slot->buffer = b->buffer;
+    gs_trace("workspace: captured launch on stream %p (capture %llu): %llu bytes at 0x%llx, owned by the graph",
+             (void *)stream, capture_id, (unsigned long long)ctx->workspace_bytes, (unsigned long long)b->buffer);
+    *buffer = b->buffer;
+    return GS_SUCCESS;
+}
+
 gs_status gs_workspace_get(gs_context *ctx, CUstream stream, CUdeviceptr *buffer)
 {
-    unsigned long long id = 0;
-    CUresult rc = ctx->drv->cuStreamGetId(stream, &id);
+    const gs_driver *d = ctx->drv;
+    CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUresult rc = d->cuStreamIsCapturing(stream, &cap);
     if (rc != CUDA_SUCCESS)
-        return gs_cuda_error(ctx->drv, rc, "cuStreamGetId(stream %p)", (void *)stream);
+        return gs_cuda_error(d, rc, "cuStreamIsCapturing(stream %p)", (void *)stream);
+    if (cap == CU_STREAM_CAPTURE_STATUS_INVALIDATED)
+        return gs_fail(GS_ERROR_CUDA, "gs_reduce: stream %p is in a stream capture that was invalidated earlier",
+                       (void *)stream);
+    if (cap == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+        cuuint64_t capture_id = 0;
+        CUgraph graph = NULL;
+        rc = d->cuStreamGetCaptureInfo(stream, &cap, &capture_id, &graph, NULL, NULL);
+        if (rc != CUDA_SUCCESS)
+            return gs_cuda_error(d, rc, "cuStreamGetCaptureInfo(stream %p)", (void *)stream);
+        pthread_mutex_lock(&ctx->lock);
+        gs_status st = capture_workspace(ctx, stream, capture_id, graph, buffer);
+        pthread_mutex_unlock(&ctx->lock);
+        return st;
+    }
+
+    unsigned long long id = 0;
+    rc = d->cuStreamGetId(stream, &id);
+    if (rc != CUDA_SUCCESS)
+        return gs_cuda_error(d, rc, "cuStreamGetId(stream %p)", (void *)stream);
     if (id == 0)
         return gs_fail(GS_ERROR_INTERNAL, "cuStreamGetId returned id 0 for stream %p", (void *)stream);
 
+    free_released(ctx);
     pthread_mutex_lock(&ctx->lock);
     gs_status st = GS_SUCCESS;
     gs_workspace_slot *slot = ctx->nslots ? find_slot(ctx->slots, ctx->nslots, id) : NULL;
@@ -200,10 +322,10 @@ gs_status gs_workspace_get(gs_context *ctx, CUstream stream, CUdeviceptr *buffer
         /* First sight of this stream (ids are never reused, so once is enough): a stream
          * of another CUDA context would launch into that context with our workspace. */
         CUcontext owner = NULL;
-        rc = ctx->drv->cuStreamGetCtx(stream, &owner);
+        rc = d->cuStreamGetCtx(stream, &owner);
         if (rc != CUDA_SUCCESS) {
             pthread_mutex_unlock(&ctx->lock);
-            return gs_cuda_error(ctx->drv, rc, "cuStreamGetCtx(stream %p)", (void *)stream);
+            return gs_cuda_error(d, rc, "cuStreamGetCtx(stream %p)", (void *)stream);
         }
         if (owner != ctx->cu) {
             pthread_mutex_unlock(&ctx->lock);
@@ -224,7 +346,7 @@ gs_status gs_workspace_get(gs_context *ctx, CUstream stream, CUdeviceptr *buffer
             gs_trace("workspace: stream %p (id %llu): %llu bytes at 0x%llx", (void *)stream, id,
                      (unsigned long long)ctx->workspace_bytes, (unsigned long long)buf);
         } else if (buf) {
-            ctx->drv->cuMemFree(buf);
+            d->cuMemFree(buf);
         }
     }
     if (st == GS_SUCCESS)

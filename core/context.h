@@ -18,6 +18,17 @@ typedef struct gs_workspace_slot {
     CUdeviceptr buffer;
 } gs_workspace_slot;
 
+/* The workspace of launches captured into a graph: one per (capture sequence, stream),
+ * owned by the graph (a CUDA user object frees it with the graph). Remembered only so
+ * that later calls in the same capture on the same stream reuse it; a forgotten entry
+ * only costs a new workspace. */
+#define GS_CAPTURE_SLOTS 32
+typedef struct gs_capture_slot {
+    unsigned long long capture_id; /* 0 = empty */
+    CUstream stream;
+    CUdeviceptr buffer;
+} gs_capture_slot;
+
 struct gs_context {
     const gs_driver *drv;
     CUcontext cu;
@@ -41,6 +52,8 @@ struct gs_context {
     gs_workspace_slot *slots;
     size_t nslots, nused; /* open addressing, nslots a power of two */
     CUstream zero_stream; /* private non-blocking stream that zero-fills new workspaces */
+    gs_capture_slot captures[GS_CAPTURE_SLOTS];
+    unsigned next_capture; /* round-robin replacement */
 };
 
 /* Runs the backend selection for device `dev` with `cu` current; fills ctx. */
@@ -51,7 +64,8 @@ void gs_context_fini(gs_context *ctx);
  * context when there is none). */
 gs_status gs_default_context(const gs_driver *drv, gs_context **out);
 
-/* The workspace of `stream` in ctx, made on first use. ctx->cu must be current. */
+/* The workspace of `stream` in ctx, made on first use; while `stream` is being captured,
+ * the capture's own (see gs_capture_slot). ctx->cu must be current. */
 gs_status gs_workspace_get(gs_context *ctx, CUstream stream, CUdeviceptr *buffer);
 
 #endif

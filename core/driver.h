@@ -40,6 +40,10 @@
     X(cuStreamGetId, 12000)                                 \
     X(cuStreamGetCtx, 9020)                                 \
     X(cuStreamIsCapturing, 10000)                           \
+    X(cuStreamGetCaptureInfo, 11030)                        \
+    X(cuUserObjectCreate, 11030)                            \
+    X(cuUserObjectRelease, 11030)                           \
+    X(cuGraphRetainUserObject, 11030)                       \
     X(cuThreadExchangeStreamCaptureMode, 10010)             \
     X(cuModuleLoadData, 2000)                               \
     X(cuModuleUnload, 2000)                                 \

@@ -624,6 +624,52 @@ static CUresult fake_cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *stat
     return rc;
 }
 
+static CUresult fake_cuStreamGetCaptureInfo(CUstream s, CUstreamCaptureStatus *status, cuuint64_t *id_out,
+                                            CUgraph *graph, const CUgraphNode **deps, size_t *ndeps)
+{
+    FAKE_ENTER("cuStreamGetCaptureInfo", "");
+    if (!status)
+        return CUDA_ERROR_INVALID_VALUE;
+    fake_ctx *c;
+    unsigned long long id;
+    CUresult rc = resolve_stream(s, &c, &id);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    *status = CU_STREAM_CAPTURE_STATUS_NONE; /* the fake never captures */
+    if (id_out)
+        *id_out = 0;
+    if (graph)
+        *graph = NULL;
+    if (deps)
+        *deps = NULL;
+    if (ndeps)
+        *ndeps = 0;
+    return CUDA_SUCCESS;
+}
+
+/* Graphs do not exist in the fake: the core only reaches these while capturing. */
+static CUresult fake_cuUserObjectCreate(CUuserObject *obj, void *ptr, CUhostFn destroy, unsigned int refs,
+                                        unsigned int flags)
+{
+    FAKE_ENTER("cuUserObjectCreate", "");
+    (void)obj, (void)ptr, (void)destroy, (void)refs, (void)flags;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+static CUresult fake_cuUserObjectRelease(CUuserObject obj, unsigned int count)
+{
+    FAKE_ENTER("cuUserObjectRelease", "");
+    (void)obj, (void)count;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+static CUresult fake_cuGraphRetainUserObject(CUgraph graph, CUuserObject obj, unsigned int count, unsigned int flags)
+{
+    FAKE_ENTER("cuGraphRetainUserObject", "");
+    (void)graph, (void)obj, (void)count, (void)flags;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
 static _Thread_local CUstreamCaptureMode t_capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
 
 static CUresult fake_cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
