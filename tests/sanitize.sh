@@ -4,7 +4,8 @@
 # a time, each under a time limit, each with its own log. One device call:
 #   tests/sanitize.sh BUILDDIR OUTDIR
 # Prints one line per run (the tool's summary and the exit status); exits 1 if any run
-# reported an error or failed. SAN_TIMEOUT: seconds per run (default 300).
+# reported an error or failed. SAN_TIMEOUT: seconds per run (default 300); PROGRAMS: which
+# of the two programs (default both).
 set -u
 build=${1:?usage: tests/sanitize.sh BUILDDIR OUTDIR}
 out=${2:?usage: tests/sanitize.sh BUILDDIR OUTDIR}
@@ -14,7 +15,9 @@ export GRIDSYNC_BACKEND_PATH="$build/backends" GS_TEST_QUICK=1
 runs=()
 for b in cuda_sm20 cuda_sm11_compat; do
     for t in memcheck racecheck synccheck initcheck; do
-        runs+=("$t $b test_gpu_reduce" "$t $b test_gpu_concurrency")
+        for p in ${PROGRAMS:-test_gpu_reduce test_gpu_concurrency}; do
+            runs+=("$t $b $p")
+        done
     done
 done
 one() {
