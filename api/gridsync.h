@@ -57,7 +57,7 @@ typedef enum gs_status {
     GS_ERROR_OUT_OF_MEMORY = 10,       /* host or device allocation failed */
     GS_ERROR_CUDA = 11,                /* a CUDA driver call failed; the message names it */
     GS_ERROR_INVALID_POINTER = 12,     /* a pointer the device cannot access */
-    GS_ERROR_INVALID_CONTEXT = 13,     /* context/stream mismatch, destroyed context */
+    GS_ERROR_INVALID_CONTEXT = 13,     /* a stream of another CUDA context, a default context passed to destroy */
     GS_ERROR_INTERNAL = 14             /* a bug in gridsync; please report it */
 } gs_status;
 
@@ -95,7 +95,7 @@ GS_API uint32_t gs_version(void);
 /* The same as "major.minor.patch". Static storage. */
 GS_API const char *gs_version_string(void);
 
-/* A short English name for a status ("GS_ERROR_NO_DRIVER: no CUDA driver"). Never NULL;
+/* A short English name for a status ("GS_ERROR_NO_DRIVER: no usable CUDA driver"). Never NULL;
  * unknown values give "unknown gridsync status". Static storage. */
 GS_API const char *gs_status_string(gs_status status);
 
@@ -113,7 +113,7 @@ GS_API gs_status gs_device_count(int *count);
  * Creates a context for CUDA device `device` (an ordinal, as in cudaSetDevice). It uses
  * the device's primary context, the one the CUDA runtime uses, so pointers from
  * cudaMalloc and streams from cudaStreamCreate on that device work with it. The backend
- * is chosen here (GRIDSYNC_BACKEND, GRIDSYNC_BACKEND_PATH, GRIDSYNC_DEBUG: see README).
+ * is chosen here (GRIDSYNC_BACKEND, GRIDSYNC_BACKEND_PATH, GRIDSYNC_DEBUG: see docs/ABI.md).
  */
 GS_API gs_status gs_context_create(int device, gs_context **ctx);
 
@@ -143,15 +143,19 @@ GS_API gs_status gs_context_get_info(const gs_context *ctx, gs_context_info *inf
 /*
  * Reduces n elements of type dtype at `in` (device-accessible memory) with `op` and writes
  * one result to `out` (device-accessible memory), in ONE kernel launch queued on `stream`.
- * Returns as soon as the launch is queued: read *out after synchronizing the stream.
+ * Returns as soon as the launch is queued: read *out after synchronizing the stream. (The
+ * first call on a stream, and each first call on a stream within one graph capture,
+ * also allocates and zero-fills that stream's 33 KB workspace, waiting for the fill.)
+ * Capturing the call into a CUDA graph records one kernel node; docs/semantics.md §9.
  *
  * ctx NULL: the default context of the calling thread's current CUDA context (or device
  * 0's primary context if the thread has none), created on first use.
  *
  * in must be aligned to its element size, out to its result's; both must be memory the
- * device can access (device, managed, or mapped pinned host memory): anything else is
- * GS_ERROR_INVALID_POINTER, and an input range that runs past the end of its
- * allocation GS_ERROR_INVALID_ARGUMENT.
+ * device can access (device, managed, or mapped pinned host memory): memory the driver
+ * does not know (pageable host memory, a freed pointer) is GS_ERROR_INVALID_POINTER; a
+ * misaligned pointer, or a range that runs past the end of its allocation,
+ * GS_ERROR_INVALID_ARGUMENT. (Which device owns the memory is not checked.)
  *
  * Semantics (docs/semantics.md has the full table):
  *  - output: of type dtype for SUM/PROD/MIN/MAX/BIT_*, an int64 index for ARGMIN/ARGMAX
@@ -164,8 +168,8 @@ GS_API gs_status gs_context_get_info(const gs_context *ctx, gs_context_info *inf
  *  - MIN/MAX propagate NaN; ARGMIN/ARGMAX return the index of the first NaN if there
  *    is one, else of the first minimum (maximum): ties go to the lowest index;
  *  - bitwise ops exist for integer types only (GS_ERROR_UNSUPPORTED for floats);
- *  - results are run-to-run deterministic, bit for bit, for a given device, backend, n
- *    and input, also while other streams are busy.
+ *  - results are run-to-run deterministic, bit for bit, for a given device, backend, n,
+ *    input and address of `in` modulo 16, also while other streams are busy.
  */
 GS_API gs_status gs_reduce(gs_context *ctx, const void *in, uint64_t n, gs_dtype dtype, gs_op op,
                            void *out, gs_stream stream);
@@ -174,9 +178,10 @@ GS_API gs_status gs_reduce(gs_context *ctx, const void *in, uint64_t n, gs_dtype
 #define GS_OUT_DEFAULT (-1)
 
 /*
- * Options of gs_reduce_ex. Zero-initialise, set struct_size = sizeof(gs_reduce_options),
- * then the fields you want; members are only ever appended, and the library reads only
- * those that fit in struct_size, so a program built against an older header keeps working.
+ * Options of gs_reduce_ex. Zero-initialise, set struct_size = sizeof(gs_reduce_options)
+ * and out_dtype (GS_OUT_DEFAULT for the default: 0 is GS_INT32), then the fields you
+ * want; members are only ever appended, and the library reads only those that fit in
+ * struct_size, so a program built against an older header keeps working.
  */
 typedef struct gs_reduce_options {
     uint32_t struct_size;

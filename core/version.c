@@ -22,7 +22,10 @@ GS_API gs_status gs_driver_version(int *version)
     gs_driver_get(&st);
     /* A driver library without a device still has a version. */
     *version = gs_driver_version_loaded();
-    return *version > 0 ? GS_SUCCESS : st;
+    if (*version <= 0)
+        return st;
+    gs_clear_error(); /* a driver without a usable device still answers this */
+    return GS_SUCCESS;
 }
 
 GS_API gs_status gs_device_count(int *count)
