@@ -1,0 +1,144 @@
+#!/bin/sh
+# Debian packages, end to end, for CI (no GPU needed):
+#   1. installs what the build needs with apt-get (the Build-Depends of debian/control that
+#      dpkg-checkbuilddeps reports missing, and dpkg-dev, debhelper, fakeroot, lintian);
+#   2. copies the source tree (tracked and untracked files git does not ignore) to a
+#      temporary directory, so the checkout gets no build leftovers, and builds the
+#      binary packages there: dpkg-buildpackage -us -uc -b -d (-d: the CUDA toolkit is
+#      not a Debian package; debian/rules finds nvcc), test suites included;
+#   3. lintian on the result: fails on any error (warnings are listed);
+#   4. dpkg -i the three packages, then debian/tests/consumer: tests/consumer/consumer.c
+#      built with pkg-config against the installed packages and run (no driver here:
+#      GS_ERROR_NO_DRIVER as documented; with a GPU: a checked reduction);
+#   5. removes (purges) the packages again, also when a step failed.
+#
+#   scripts/ci-package.sh
+#
+# Environment: CUDA_ARCHS (default auto, every architecture nvcc offers, as a distribution
+# package has it; e.g. 90 for a quick run), NVCC (the compiler; default from PATH,
+# /usr/local/bin, /usr/local/cuda/bin), KEEP=1 keeps the work directory (.debs, logs),
+# WORK (the work directory; default a new one under /tmp).
+# Runs as root, or with sudo for apt-get and dpkg.
+set -eu
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+archs=${CUDA_ARCHS:-auto}
+start=$(date +%s)
+jobs=$(nproc 2>/dev/null || echo 2)
+
+as_root() {
+    if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+}
+phase() {
+    echo "== $* ($(($(date +%s) - start)) s)"
+}
+
+# ---- 1. tools --------------------------------------------------------------------------
+phase "build dependencies"
+need=
+for p in dpkg-dev debhelper fakeroot lintian build-essential; do
+    dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed' || need="$need $p"
+done
+if command -v dpkg-checkbuilddeps >/dev/null 2>&1; then
+    # "Unmet build dependencies: meson (>= 0.63) ninja-build ..." -> package names only
+    unmet=$(cd "$root" && dpkg-checkbuilddeps 2>&1 | sed -n 's/.*Unmet build dependencies: //p' |
+        sed -e 's/([^)]*)//g' -e 's/:any//g' -e 's/|[^ ]*//g')
+    need="$need $unmet"
+fi
+# shellcheck disable=SC2086,SC2116
+need=$(echo $need)
+if [ -n "$need" ]; then
+    echo "   installing: $need"
+    as_root apt-get update -qq
+    # shellcheck disable=SC2086
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $need >/dev/null
+fi
+(cd "$root" && dpkg-checkbuilddeps) || { echo "FAIL: build dependencies still unmet" >&2; exit 1; }
+if [ -z "${NVCC:-}" ]; then
+    NVCC=$(command -v nvcc 2>/dev/null || true)
+    for c in /usr/local/bin/nvcc /usr/local/cuda/bin/nvcc; do
+        [ -z "$NVCC" ] && [ -x "$c" ] && NVCC=$c
+    done
+fi
+[ -n "$NVCC" ] || { echo "nvcc not found: install the CUDA toolkit or set NVCC" >&2; exit 1; }
+echo "   nvcc: $NVCC; CUDA architectures: $archs"
+
+# ---- 2. build, out of tree -------------------------------------------------------------
+work=${WORK:-$(mktemp -d /tmp/gridsync-package.XXXXXX)}
+mkdir -p "$work"
+installed=0
+cleanup() {
+    rc=$?
+    if [ "$installed" = 1 ]; then
+        echo "== removing the packages"
+        as_root dpkg --purge gridsync-tools libgridsync-dev libgridsync1 >"$work/purge.log" 2>&1 ||
+            { cat "$work/purge.log" >&2; rc=1; }
+    fi
+    if [ "${KEEP:-0}" = 1 ] || [ "$rc" != 0 ]; then
+        echo "   work directory kept: $work"
+    else
+        rm -rf "$work"
+    fi
+    echo "== scripts/ci-package.sh: $([ "$rc" = 0 ] && echo passed || echo FAILED) in $(($(date +%s) - start)) s"
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 1' HUP INT TERM
+
+version=$(cd "$root" && dpkg-parsechangelog -S Version)
+upstream=${version%-*}
+src=$work/gridsync-$upstream
+phase "copying the source to $src"
+rm -rf "$src"
+mkdir -p "$src"
+if git -C "$root" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    # What a clean clone has, plus new files not yet committed; no ignored build trees.
+    # (--ignore-failed-read: a tracked file deleted in the working tree is left out.)
+    (cd "$root" && git ls-files -z --cached --others --exclude-standard |
+        tar --null --ignore-failed-read -T - -cf - 2>/dev/null) | tar -xf - -C "$src"
+else
+    (cd "$root" && tar --exclude='./build*' --exclude=./.git --exclude=./obj-* -cf - .) | tar -xf - -C "$src"
+fi
+
+phase "dpkg-buildpackage -us -uc -b -d (log: $work/build.log)"
+if ! (cd "$src" && NVCC=$NVCC CUDA_ARCHS=$archs DEB_BUILD_OPTIONS="parallel=$jobs ${DEB_BUILD_OPTIONS:-}" \
+        dpkg-buildpackage -us -uc -b -d) >"$work/build.log" 2>&1; then
+    tail -60 "$work/build.log" >&2
+    echo "FAIL: dpkg-buildpackage" >&2
+    exit 1
+fi
+grep -E '^(Ok|Fail|Skipped|Expected Fail|Unexpected Pass|Timeout):' "$work/build.log" | tr -s ' ' | tr '\n' ' ' |
+    sed 's/^/   meson test: /'
+echo
+changes=$(ls "$work"/gridsync_*.changes)
+for f in "$work"/*.deb; do echo "   $(basename "$f") $(du -h "$f" | cut -f1)"; done
+
+# ---- 3. lintian -------------------------------------------------------------------------
+phase "lintian"
+if lintian --fail-on error --display-level '>=warning' --tag-display-limit 0 "$changes" >"$work/lintian.log" 2>&1; then
+    lrc=0
+else
+    lrc=$?
+fi
+sed 's/^/   /' "$work/lintian.log"
+echo "   lintian: $(grep -c '^E: ' "$work/lintian.log" || true) errors, $(grep -c '^W: ' "$work/lintian.log" || true) warnings"
+[ "$lrc" = 0 ] || { echo "FAIL: lintian reported errors (exit status $lrc)" >&2; exit 1; }
+
+# ---- 4. install and use -----------------------------------------------------------------
+phase "dpkg -i"
+installed=1
+as_root dpkg -i "$work"/libgridsync1_*.deb "$work"/libgridsync-dev_*.deb "$work"/gridsync-tools_*.deb \
+    >"$work/install.log" 2>&1 || { cat "$work/install.log" >&2; echo "FAIL: dpkg -i" >&2; exit 1; }
+dpkg-query -W -f='   ${Package} ${Version} ${Status}\n' libgridsync1 libgridsync-dev gridsync-tools
+dpkg -L libgridsync1 libgridsync-dev gridsync-tools | grep -v '/$' | grep -E '\.so|\.h|\.pc|bin/|man1' | sed 's/^/   /'
+
+phase "the consumer program against the installed packages"
+mkdir -p "$work/test"
+if (cd "$src" && AUTOPKGTEST_TMP=$work/test sh debian/tests/consumer) >"$work/consumer.log" 2>&1; then
+    trc=0
+else
+    trc=$?
+fi
+sed 's/^/   /' "$work/consumer.log"
+[ "$trc" = 0 ] || { echo "FAIL: debian/tests/consumer (exit status $trc)" >&2; exit 1; }
+# 5. (cleanup, on exit) removes the packages.
