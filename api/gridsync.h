@@ -198,6 +198,54 @@ typedef struct gs_reduce_options {
 GS_API gs_status gs_reduce_ex(gs_context *ctx, const void *in, uint64_t n, gs_dtype dtype, gs_op op, void *out,
                               gs_stream stream, const gs_reduce_options *opts);
 
+/* ---- Added in GRIDSYNC_1.1: the work queue's device memory -----------------------------
+ *
+ * The device side of the global work queue is in gridsync_device.cuh (gs_work_queue,
+ * gs_queue_fetch, gs_queue_finish; docs/work-queue.md). These functions make, re-zero and
+ * free the queue's memory from host code, which needs no CUDA header. A queue is
+ * GS_QUEUE_BYTES of device memory that is all zero before a launch; a launch that follows
+ * the contract (every block calls gs_queue_finish once) leaves it all zero again, so
+ * launches ordered one after another on one stream share a queue without any reset.
+ */
+
+/* The size of a queue in bytes: GS_WORK_QUEUE_BYTES of gridsync_device.cuh. */
+#define GS_QUEUE_BYTES 16
+
+/*
+ * Allocates a queue (GS_QUEUE_BYTES of device memory, 8-byte aligned) in ctx's CUDA
+ * context, zero-fills it and waits for the fill, so the queue is ready for a launch on any
+ * stream when the call returns. *queue gets the device pointer (pass it to your kernel as a
+ * gs_work_queue *), or NULL on failure. ctx NULL: the default context, as in gs_reduce.
+ * Like a cudaMalloc it is not meant for a loop or a hot path; it may be called while another
+ * stream is being captured into a graph (it does not join the capture).
+ * GS_ERROR_INVALID_ARGUMENT: queue is NULL; GS_ERROR_OUT_OF_MEMORY: no device memory.
+ */
+GS_API gs_status gs_queue_create(gs_context *ctx, void **queue);
+
+/*
+ * Zero-fills the queue at `queue`, ordered on `stream` (one memset of GS_QUEUE_BYTES queued
+ * on it; nothing waits). Returns as soon as it is queued. Captured into a CUDA graph it is a
+ * memset node. Only needed to recover after a launch that did not follow the contract to
+ * the end (a block returned without gs_queue_finish, a kernel was aborted) -- never between
+ * launches that did. Queue it before the next launch that uses the queue, on that launch's
+ * stream (or order the two otherwise). ctx NULL: the default context, as in gs_reduce.
+ * queue may also be memory you allocated yourself (GS_QUEUE_BYTES, 8-byte aligned, any
+ * memory the device can access). Which device owns the memory is not checked.
+ * GS_ERROR_INVALID_ARGUMENT: queue is NULL or not 8-byte aligned, or its GS_QUEUE_BYTES run
+ * past the end of its allocation; GS_ERROR_INVALID_POINTER: queue is not memory the device
+ * can access (pageable host memory, a freed pointer); GS_ERROR_INVALID_CONTEXT: stream
+ * belongs to another CUDA context than ctx's (checked when the stream is not capturing).
+ */
+GS_API gs_status gs_queue_reset(gs_context *ctx, void *queue, gs_stream stream);
+
+/*
+ * Frees a queue made by gs_queue_create (with the same ctx, or NULL for both). Work that
+ * uses the queue must have finished (as for cudaFree). Destroy queues before the context
+ * they were made in. NULL is accepted and does nothing.
+ * GS_ERROR_INVALID_POINTER: queue is not the start of a device allocation.
+ */
+GS_API gs_status gs_queue_destroy(gs_context *ctx, void *queue);
+
 #ifdef __cplusplus
 }
 #endif
