@@ -8,6 +8,9 @@
  * CUDA). The no-driver part runs only where dlopen("libcuda.so.1") fails; elsewhere it
  * prints that it was skipped.
  *
+ * The work queue's host functions (gs_queue_*) get the same treatment: their argument
+ * checks need no driver, and without one they say so.
+ *
  * Every failed check prints file:line and what differed; the exit status is 1 if any did.
  */
 #define _GNU_SOURCE
@@ -177,6 +180,38 @@ static void test_context_arguments(void)
     CHECK_STATUS(gs_device_count(NULL), GS_ERROR_INVALID_ARGUMENT);
 }
 
+/* The work queue's host functions (GRIDSYNC_1.1): what they refuse before any driver call. */
+_Static_assert(GS_QUEUE_BYTES == 16, "GS_QUEUE_BYTES is ABI: gridsync_device.cuh's GS_WORK_QUEUE_BYTES");
+
+static void test_queue_arguments(void)
+{
+    /* No output pointer. */
+    CHECK_STATUS(gs_queue_create(NULL, NULL), GS_ERROR_INVALID_ARGUMENT);
+    CHECK_HAS(gs_last_error_message(), "gs_queue_create");
+    CHECK_HAS(gs_last_error_message(), "NULL");
+    /* No queue to reset, or one that cannot be a queue: its 64-bit counter needs 8 bytes. */
+    CHECK_STATUS(gs_queue_reset(NULL, NULL, NULL), GS_ERROR_INVALID_ARGUMENT);
+    CHECK_HAS(gs_last_error_message(), "gs_queue_reset");
+    CHECK_HAS(gs_last_error_message(), "NULL");
+    for (size_t off = 1; off < 8; off++) {
+        void *q = (char *)OUT + off;
+        gs_status st = gs_queue_reset(NULL, q, NULL);
+        if (st != GS_ERROR_INVALID_ARGUMENT || !strstr(gs_last_error_message(), "aligned"))
+            CHECK_FAIL("gs_queue_reset(queue misaligned by %zu) returned %s (\"%s\"), expected "
+                       "GS_ERROR_INVALID_ARGUMENT about alignment",
+                       off, check_status_name(st), gs_last_error_message());
+        st = gs_queue_destroy(NULL, q);
+        if (st != GS_ERROR_INVALID_POINTER || !strstr(gs_last_error_message(), "aligned"))
+            CHECK_FAIL("gs_queue_destroy(queue misaligned by %zu) returned %s (\"%s\"), expected "
+                       "GS_ERROR_INVALID_POINTER about alignment",
+                       off, check_status_name(st), gs_last_error_message());
+    }
+    /* Destroying NULL does nothing, successfully, and clears the previous message. */
+    CHECK_STATUS(gs_queue_reset(NULL, NULL, NULL), GS_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(gs_queue_destroy(NULL, NULL), GS_SUCCESS);
+    CHECK_STR(gs_last_error_message(), "");
+}
+
 /* ---- the detail message is per thread ------------------------------------------------- */
 
 typedef struct {
@@ -265,6 +300,17 @@ static void test_no_driver(void)
     /* Valid arguments get through validation and then find no driver. */
     CHECK_STATUS(gs_reduce(NULL, IN, 16, GS_FLOAT32, GS_OP_SUM, OUT, NULL), GS_ERROR_NO_DRIVER);
     CHECK_STATUS(gs_reduce(NULL, NULL, 0, GS_FLOAT32, GS_OP_SUM, OUT, NULL), GS_ERROR_NO_DRIVER);
+    /* The queue's functions too, with the output pointer cleared. */
+    void *q = &q;
+    CHECK_STATUS(gs_queue_create(NULL, &q), GS_ERROR_NO_DRIVER);
+    CHECK(q == NULL);
+    CHECK_HAS(gs_last_error_message(), "libcuda.so.1");
+    CHECK_STATUS(gs_queue_reset(NULL, OUT, NULL), GS_ERROR_NO_DRIVER);
+    CHECK_HAS(gs_last_error_message(), "libcuda.so.1");
+    CHECK_STATUS(gs_queue_destroy(NULL, OUT), GS_ERROR_NO_DRIVER);
+    CHECK_HAS(gs_last_error_message(), "libcuda.so.1");
+    CHECK_STATUS(gs_queue_destroy(NULL, NULL), GS_SUCCESS); /* nothing to do needs no driver */
+    CHECK_STR(gs_last_error_message(), "");
     printf("no-driver checks: done\n");
 }
 
@@ -275,6 +321,7 @@ int main(void)
     test_version();
     test_reduce_validation();
     test_context_arguments();
+    test_queue_arguments();
     test_thread_local_message();
     /* None of the above may have needed the driver. */
     if (driver_loaded())
