@@ -113,22 +113,59 @@ static loaded_entry *g_loaded;
 /* Offsets of the v1 members every backend must fill. */
 #define OPS_V1_END (offsetof(gs_backend_ops, reduce) + sizeof(((gs_backend_ops *)0)->reduce))
 
-/* glibc's dlopen maps the segments a file declares without checking that the file holds
- * them, and the process dies of SIGBUS touching the missing part of a truncated copy (a
- * half-written package, a full disk). So before dlopen: every PT_LOAD/PT_DYNAMIC segment
- * must lie inside the file. Returns 0 when the file looks whole (or is not a 64-bit ELF
- * file at all: dlopen then says why in its own words), else writes the reason to `why`. */
-static int elf_truncated(const char *path, char *why, size_t len)
+/* Checks a backend file before dlopen, which would otherwise do harm with two kinds of
+ * file; returns 0 when dlopen may go ahead (it then says in its own words why a file is no
+ * shared object), else writes the reason to `why`:
+ *  - not a regular file: dlopen's open() of a FIFO blocks until someone writes to it (for
+ *    ever, in gs_context_create), and a directory, a device or a socket is no backend
+ *    either. So the path is stat()ed first (a device is refused without being opened),
+ *    then opened with O_NONBLOCK, which opens a FIFO without waiting and changes nothing
+ *    for a regular file, and what was opened is refused unless fstat says it is regular.
+ *    (A path swapped for a FIFO between this check and dlopen's own open() still blocks:
+ *    whoever can do that can also put any code there, so this guards against mistakes,
+ *    not against attacks.)
+ *  - truncated: glibc's dlopen maps the segments a file declares without checking that the
+ *    file holds them, and the process dies of SIGBUS touching the missing part of a
+ *    truncated copy (a half-written package, a full disk). Every PT_LOAD/PT_DYNAMIC segment
+ *    must lie inside the file. */
+static const char *file_kind(mode_t mode)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
+    if (S_ISDIR(mode))
+        return "a directory";
+    if (S_ISFIFO(mode))
+        return "a FIFO";
+    if (S_ISCHR(mode))
+        return "a character device";
+    if (S_ISBLK(mode))
+        return "a block device";
+    if (S_ISSOCK(mode))
+        return "a socket";
+    return "of an unknown type";
+}
+
+static int unloadable_file(const char *path, char *why, size_t len)
+{
     struct stat sb;
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+        snprintf(why, len, "not a regular file (it is %s)", file_kind(sb.st_mode));
+        return 1;
+    }
+    int fd;
+    do
+        fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0)
+        return 0; /* dlopen fails too, and says why */
     Elf64_Ehdr eh;
     int bad = 0;
-    if (fstat(fd, &sb) == 0 && pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh &&
-        memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
-        eh.e_phentsize == sizeof(Elf64_Phdr)) {
+    if (fstat(fd, &sb) != 0) {
+        snprintf(why, len, "cannot check the file: fstat: %s", strerror(errno));
+        bad = 1;
+    } else if (!S_ISREG(sb.st_mode)) {
+        snprintf(why, len, "not a regular file (it is %s)", file_kind(sb.st_mode));
+        bad = 1;
+    } else if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh && memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
+               eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phentsize == sizeof(Elf64_Phdr)) {
         for (unsigned i = 0; i < eh.e_phnum && !bad; i++) {
             Elf64_Phdr ph;
             if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (uint64_t)i * sizeof ph)) != (ssize_t)sizeof ph) {
@@ -151,7 +188,7 @@ static gs_status load_file_uncached(const char *path, const gs_backend_ops **ops
     /* A file that cannot be loaded at all is not a backend: BACKEND_NOT_FOUND (the
      * header's contract); INIT_FAILED is for a backend that loaded and then failed. */
     char why[256];
-    if (elf_truncated(path, why, sizeof why))
+    if (unloadable_file(path, why, sizeof why))
         return gs_fail(GS_ERROR_BACKEND_NOT_FOUND, "%s: cannot load: %s", path, why);
     /* RTLD_LOCAL: backends' own symbols never interpose on the application's. */
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);

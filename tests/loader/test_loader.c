@@ -30,6 +30,7 @@
 #include <ftw.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -650,6 +651,105 @@ static int case_forced_truncated_header(void)
 static int case_forced_truncated(void)
 {
     forced_truncated(0, "gridsync-truncated.so");
+    return 0;
+}
+
+/* A backend path that names something other than a regular file. dlopen's own open() of a
+ * FIFO blocks until a writer comes, so gs_context_create would never return: a watchdog
+ * turns a hang into a failure with a message (well before meson's timeout). */
+static const char *watchdog_what = "";
+
+static void watchdog_fired(int sig)
+{
+    (void)sig;
+    static const char a[] = "FAIL: blocked for 10 s: ";
+    ssize_t ignored = write(2, a, sizeof a - 1);
+    ignored = write(2, watchdog_what, strlen(watchdog_what));
+    ignored = write(2, "\n", 1);
+    (void)ignored;
+    _exit(1);
+}
+
+static void watchdog(const char *what)
+{
+    watchdog_what = what;
+    signal(SIGALRM, watchdog_fired);
+    alarm(what ? 10 : 0);
+}
+
+static const char *make_fifo(const char *path)
+{
+    if (mkfifo(path, 0644) != 0) {
+        fprintf(stderr, "mkfifo(%s): %s\n", path, strerror(errno));
+        exit(1);
+    }
+    return path;
+}
+
+static void expect_not_regular(const char *path, const char *kind)
+{
+    setenv("GRIDSYNC_BACKEND", path, 1);
+    gs_context *ctx = NULL;
+    watchdog("gs_context_create with GRIDSYNC_BACKEND naming a FIFO or a directory");
+    CHECK_STATUS(gs_context_create(0, &ctx), STATUS_UNLOADABLE_FILE);
+    watchdog(NULL);
+    CHECK(ctx == NULL);
+    const char *msg = gs_last_error_message();
+    CHECK_HAS(msg, path);
+    CHECK_HAS(without(msg, path), "not a regular file");
+    CHECK_HAS(without(msg, path), kind);
+    /* And again: the outcome is remembered, the answer the same, still without blocking. */
+    char first[2048];
+    snprintf(first, sizeof first, "%s", msg);
+    watchdog("the second gs_context_create with the same path");
+    CHECK_STATUS(gs_context_create(0, &ctx), STATUS_UNLOADABLE_FILE);
+    watchdog(NULL);
+    CHECK_STR(gs_last_error_message(), first);
+}
+
+static int case_forced_not_regular(void)
+{
+    expect_not_regular(make_fifo(tmp_path("gridsync-fifo.so")), "FIFO");
+    const char *dir = tmp_path("gridsync-dir.so");
+    if (mkdir(dir, 0755) != 0) {
+        CHECK_FAIL("mkdir(%s): %s", dir, strerror(errno));
+        return 0;
+    }
+    expect_not_regular(dir, "directory");
+    char *log = backend_log();
+    CHECK_STR(log, ""); /* nothing was loaded */
+    free(log);
+    return 0;
+}
+
+static int case_fallback_fifo(void)
+{
+    /* A FIFO named like the preferred backend, first in the search path: it is skipped with
+     * the reason, and the next backend is chosen. */
+    const char *dir = tmp_path("fifo");
+    mkdir(dir, 0700);
+    char fifo[PATH_MAX];
+    snprintf(fifo, sizeof fifo, "%s/gridsync-cuda_sm20.so", dir);
+    make_fifo(fifo);
+    char path[2 * PATH_MAX];
+    snprintf(path, sizeof path, "%s:%s", dir, FAKE_FALLBACK_DIR);
+    setenv("GRIDSYNC_BACKEND_PATH", path, 1);
+
+    gs_context *ctx = NULL;
+    watchdog("gs_context_create with a FIFO as gridsync-cuda_sm20.so in GRIDSYNC_BACKEND_PATH");
+    CHECK_STATUS(gs_context_create(0, &ctx), GS_SUCCESS);
+    watchdog(NULL);
+    gs_context_info info;
+    CHECK_STATUS(get_info(ctx, &info), GS_SUCCESS);
+    CHECK_STR(info.backend_name, "cuda_sm11_compat");
+    CHECK_STR(info.backend_path, FAKE_FALLBACK_DIR "/gridsync-cuda_sm11_compat.so");
+    const char *line = find_line(info.selection_log, fifo, 0);
+    CHECK_HAS(line, "skipped");
+    CHECK_HAS(line, "not a regular file (it is a FIFO)");
+    CHECK_STATUS(gs_context_destroy(ctx), GS_SUCCESS);
+    char *log = backend_log();
+    CHECK_INT(count_lines(log, "cuda_sm20:"), 0); /* the fallback dir's sm20 was not reached */
+    free(log);
     return 0;
 }
 
@@ -1292,6 +1392,7 @@ static int case_stream_other_context(void)
     CHECK_INT(count_lines(log, "fake_good: reduce "), 0);
     free(log);
     CHECK_STATUS(gs_context_destroy(ctx), GS_SUCCESS);
+    APP(app.stream_destroy(other)); /* the application's own stream: not gridsync's to free */
     return 0;
 }
 
@@ -1736,6 +1837,8 @@ static const test_case cases[] = {
     {"forced-not-elf", case_forced_not_elf, DRIVER_FAKE, {REAL_PATH}},
     {"forced-truncated-header", case_forced_truncated_header, DRIVER_FAKE, {REAL_PATH}},
     {"forced-truncated", case_forced_truncated, DRIVER_FAKE, {REAL_PATH}},
+    {"forced-not-regular", case_forced_not_regular, DRIVER_FAKE, {REAL_PATH}},
+    {"fallback-fifo", case_fallback_fifo, DRIVER_FAKE, {NULL}},
     {"backend-dir-missing", case_backend_dir_missing, DRIVER_FAKE, {NULL}},
     {"fallback-open-fails", case_fallback_open_fails, DRIVER_FAKE, {FALLBACK_PATH}},
     {"fallback-load-fails", case_fallback_load_fails, DRIVER_FAKE, {NULL}},
