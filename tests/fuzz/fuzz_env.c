@@ -20,8 +20,8 @@
  *   bad/    gridsync-fake_<variant>.so for every broken variant; gridsync-cuda_sm20.so
  *           (open() has no kernel image), gridsync-cuda_sm11_compat.so (the entry point
  *           fails); gridsync-notelf.so (text), gridsync-truncated.so (half an ELF file),
- *           gridsync-empty.so (0 bytes), gridsync-dir.so/ (a directory), and with
- *           FUZZ_SANDBOX_FIFO=1 gridsync-fifo.so (a FIFO, see make_sandbox)
+ *           gridsync-empty.so (0 bytes), gridsync-dir.so/ (a directory), and
+ *           gridsync-fifo.so (a FIFO; FUZZ_SANDBOX_FIFO=0 leaves it out)
  *   empty/
  * Besides, the harness's "next to libgridsync" directory (<dir of the harness>/gridsync)
  * and the configured backend directory (GS_BACKEND_DIR) are set up by ci-fuzz.sh.
@@ -146,11 +146,11 @@ static void make_sandbox(void)
     put("bad/gridsync-truncated.so", "fake_good", (size_t)sb.st_size / 2);
     write_text("bad/gridsync-notelf.so", "not an ELF file\n");
     write_text("bad/gridsync-empty.so", "");
-    /* A FIFO blocks open() and dlopen() until someone writes to it. Off by default: today
-     * the loader opens it and gs_context_create hangs (issue 5's report); set
-     * FUZZ_SANDBOX_FIFO=1 to check a fix (the seed forced-bad-fifo then reaches it). */
+    /* A FIFO blocks open() and dlopen() until someone writes to it: the loader must refuse
+     * it without opening it blockingly (a hang is a libFuzzer timeout, a failure). The seed
+     * forced-bad-fifo reaches it. FUZZ_SANDBOX_FIFO=0 leaves it out. */
     const char *fifo = getenv("FUZZ_SANDBOX_FIFO");
-    if (fifo && *fifo && strcmp(fifo, "0") != 0) {
+    if (!fifo || strcmp(fifo, "0") != 0) {
         char p[PATH_MAX];
         snprintf(p, sizeof p, "%s/bad/gridsync-fifo.so", sandbox);
         if (mkfifo(p, 0644) != 0)
