@@ -1694,6 +1694,7 @@ static int case_queue_errors(void)
     APP(app.pop(&popped));
     CHECK_STATUS(gs_queue_reset(ctx, (void *)(uintptr_t)q, (gs_stream)other), GS_ERROR_INVALID_CONTEXT);
     CHECK_HAS(gs_last_error_message(), "stream");
+    APP(app.stream_destroy(other)); /* the application's own stream: not gridsync's to free */
     log = cuda_log();
     CHECK_INT(count_lines(log, "cuMemsetD8Async 0x"), 1); /* only the accepted reset filled */
     free(log);
