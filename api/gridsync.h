@@ -198,6 +198,43 @@ typedef struct gs_reduce_options {
 GS_API gs_status gs_reduce_ex(gs_context *ctx, const void *in, uint64_t n, gs_dtype dtype, gs_op op, void *out,
                               gs_stream stream, const gs_reduce_options *opts);
 
+/* ---- added in GRIDSYNC_1.1 (gridsync 0.2) ---------------------------------------------- */
+
+/* gs_segmented_reduce flags. */
+#define GS_SEGMENTED_CHECK_OFFSETS 1u /* validate the offsets first: a host synchronisation */
+
+/*
+ * Reduces each of num_segments segments of the n elements at `in` with `op`, in ONE kernel
+ * launch queued on `stream`: segment j is in[offsets[j] .. offsets[j+1]), its result goes
+ * to out[j]. offsets: num_segments + 1 int64 values in device-accessible memory, as CUB's
+ * DeviceSegmentedReduce takes them (segments may be empty and need not start at 0, nor
+ * cover all of in). out: num_segments results, of gs_reduce's default output type (dtype,
+ * or int64 for ARGMIN/ARGMAX, where the index counts from the segment's first element).
+ * Every dtype x op that gs_reduce offers with its default output, with the same rules
+ * (docs/semantics.md); an empty segment gets the identity (-1 for ARGMIN/ARGMAX). Results
+ * are run-to-run deterministic, bit for bit, for a given device, backend, n, offsets,
+ * input, and address of `in` modulo 16.
+ *
+ * The work is cut into chunks of the input that blocks take from a global work queue, so
+ * one huge segment and a million tiny ones finish in balance (docs/work-queue.md).
+ *
+ * Checked on every call, as in gs_reduce: the enums, NULL pointers (in may be NULL when n
+ * is 0; offsets and out when num_segments is 0, which queues nothing and succeeds), the
+ * alignment of in, offsets (8 bytes) and out, and that each of in[0, n), offsets[0,
+ * num_segments] and out[0, num_segments) is device-accessible memory inside one allocation.
+ * The offsets' values live in device memory and are NOT checked by default: offsets
+ * outside [0, n] are clamped to it and a segment whose end is below its begin is empty,
+ * so bad offsets never make gridsync read or write out of bounds, crash or hang, but
+ * their results are unspecified. flags GS_SEGMENTED_CHECK_OFFSETS checks them first
+ * (offsets[0] >= 0, non-decreasing, offsets[num_segments] <= n) and returns
+ * GS_ERROR_INVALID_ARGUMENT naming the first bad one; that costs a synchronisation of
+ * `stream`, a copy of the offsets to the host and a scan of them, and is refused
+ * (GS_ERROR_INVALID_ARGUMENT) while the stream is being captured into a graph.
+ */
+GS_API gs_status gs_segmented_reduce(gs_context *ctx, const void *in, uint64_t n, gs_dtype dtype, gs_op op,
+                                     const int64_t *offsets, uint64_t num_segments, void *out,
+                                     gs_stream stream, uint32_t flags);
+
 /* ---- Added in GRIDSYNC_1.1: the work queue's device memory -----------------------------
  *
  * The device side of the global work queue is in gridsync_device.cuh (gs_work_queue,

@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 #define GS_BACKEND_ABI_MAJOR 1
-#define GS_BACKEND_ABI_MINOR 0
+#define GS_BACKEND_ABI_MINOR 1
 #define GS_BACKEND_ABI_VERSION (((uint32_t)GS_BACKEND_ABI_MAJOR << 16) | GS_BACKEND_ABI_MINOR)
 #define GS_BACKEND_ABI_VERSION_MAJOR(v) ((uint32_t)(v) >> 16)
 #define GS_BACKEND_ENTRY_V1_NAME "gridsync_backend_entry_v1"
@@ -104,6 +104,28 @@ typedef struct gs_backend_reduce_args {
     uint64_t workspace_bytes;
 } gs_backend_reduce_args;
 
+/* One segmented reduction (ABI 1.1). Validated by the core like gs_backend_reduce_args:
+ * in (n elements), offsets (num_segments + 1 int64 values) and out (num_segments results
+ * of out_dtype) aligned and device-accessible, num_segments >= 1, the dtype/op pair one
+ * that query_reduce accepts with the default out_dtype. The offsets themselves are NOT
+ * validated (they live in device memory): the backend must stay inside in[0, n),
+ * out[0, num_segments) and its workspace whatever they hold, and leave the workspace
+ * ready for the next launch. */
+typedef struct gs_backend_segmented_args {
+    uint32_t struct_size;
+    gs_dtype dtype;
+    gs_op op;
+    gs_dtype out_dtype; /* gs_reduce's default for dtype/op */
+    CUdeviceptr in;
+    uint64_t n;
+    CUdeviceptr offsets;
+    uint64_t num_segments;
+    CUdeviceptr out;
+    CUstream stream;
+    CUdeviceptr workspace; /* as in gs_backend_reduce_args: the same per-stream buffer */
+    uint64_t workspace_bytes;
+} gs_backend_segmented_args;
+
 typedef struct gs_backend_instance gs_backend_instance; /* the backend's own per-device state */
 
 typedef struct gs_backend_ops {
@@ -124,6 +146,12 @@ typedef struct gs_backend_ops {
     uint64_t (*workspace_size)(const gs_backend_instance *instance);
     /* Required. Queues the reduction on args->stream; never synchronizes the host. */
     gs_status (*reduce)(gs_backend_instance *instance, const gs_backend_reduce_args *args);
+
+    /* ---- ABI 1.1 ---- */
+    /* Optional. Queues a segmented reduction (one launch) on args->stream; never
+     * synchronizes the host. Absent (NULL, or not covered by struct_size): the core
+     * answers gs_segmented_reduce with GS_ERROR_UNSUPPORTED. */
+    gs_status (*segmented_reduce)(gs_backend_instance *instance, const gs_backend_segmented_args *args);
 } gs_backend_ops;
 
 /*

@@ -1,7 +1,8 @@
 /*
  * gridsync device-side helpers for your own CUDA kernels: the last-block guard (both
  * generations' variants) with the fences of gridsync's protocol and a self-resetting
- * counter. Header-only; needs nvcc. gridsync's own backends use these same functions.
+ * counter, and a global work queue (below). Header-only; needs nvcc. gridsync's own
+ * backends use these same functions.
  *
  * The protocol, per block, once its partial result is computed:
  *   1. one thread stores the partial (e.g. partials[blockIdx.x] = v);
@@ -30,26 +31,39 @@ static __device__ __forceinline__ void gs_publish(void)
     __threadfence();
 }
 
-/* Steps 3-4, compute capability 2.0+: thread 0 takes the ticket; __syncthreads_or
- * broadcasts "last" to the whole block and is the block's barrier. */
-static __device__ __forceinline__ bool gs_last_block_sm20(unsigned int *counter)
+/* Steps 3-4, compute capability 2.0+, for `expected` arrivals on one counter (the
+ * blocks of a grid, or the pieces of one piece of work spread over several blocks):
+ * thread 0 takes the ticket; __syncthreads_or broadcasts "last" to the whole block and is
+ * the block's barrier. */
+static __device__ __forceinline__ bool gs_last_arrival_sm20(unsigned int *counter, unsigned int expected)
 {
     unsigned int ticket = 0;
-    if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0)
+    const bool t0 = threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0;
+    if (t0)
         ticket = atomicAdd(counter, 1u);
-    return __syncthreads_or(threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0 &&
-                            ticket == gridDim.x - 1) != 0;
+    return __syncthreads_or(t0 && ticket == expected - 1) != 0;
 }
 
 /* Steps 3-4, compute capability 1.1+: thread 0 writes its verdict to a __shared__ flag,
- * __syncthreads publishes it. (No __syncthreads_or, which arrived with 2.0.) */
-static __device__ __forceinline__ bool gs_last_block_sm11(unsigned int *counter)
+ * __syncthreads publishes it. (No __syncthreads_or, which arrived with 2.0.) Two calls in
+ * one block need a __syncthreads between them: the second one rewrites the flag. */
+static __device__ __forceinline__ bool gs_last_arrival_sm11(unsigned int *counter, unsigned int expected)
 {
     __shared__ unsigned int gs_is_last;
     if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0)
-        gs_is_last = atomicAdd(counter, 1u) == gridDim.x - 1;
+        gs_is_last = atomicAdd(counter, 1u) == expected - 1;
     __syncthreads();
     return gs_is_last != 0;
+}
+
+/* The last-block guard of a whole launch: is this block the last of the grid to arrive? */
+static __device__ __forceinline__ bool gs_last_block_sm20(unsigned int *counter)
+{
+    return gs_last_arrival_sm20(counter, gridDim.x);
+}
+static __device__ __forceinline__ bool gs_last_block_sm11(unsigned int *counter)
+{
+    return gs_last_arrival_sm11(counter, gridDim.x);
 }
 
 /* Step 5: acquire, in the last block, before it reads what the other blocks published. */
@@ -101,6 +115,77 @@ template <typename T> static __device__ __forceinline__ T gs_load_volatile(const
 static __device__ __forceinline__ void gs_reset_counter(unsigned int *counter)
 {
     *counter = 0;
+}
+
+/*
+ * The global work queue: blocks take the next work item when they finish the previous
+ * one, instead of being assigned items up front, so items of very different cost still
+ * finish in balance.
+ *
+ *   __global__ void k(gs_work_queue *q, uint64_t count, ...)
+ *   {
+ *       for (long long item; (item = gs_queue_fetch(q, count)) >= 0;) {
+ *           ... the whole block works on item ...
+ *           __syncthreads(); // contract: a barrier between two fetches
+ *       }
+ *       gs_queue_finish(q);  // every block, once, after its last fetch
+ *   }
+ *
+ * Contract (the seed's, and one more rule for the reset):
+ *  - the queue is GS_WORK_QUEUE_BYTES of device memory, all zero before its first launch
+ *    (gs_queue_create makes one, gs_queue_reset zeroes one again, stream-ordered);
+ *  - gs_queue_fetch is called uniformly by all threads of a block (it holds a barrier),
+ *    and there is a __syncthreads between two calls in one block: thread 0 writes the
+ *    item to shared memory that the previous call's readers may still be reading;
+ *  - count is the same in every call of one launch; items are the indices 0 .. count-1,
+ *    each handed to exactly one block;
+ *  - every block of the (one-dimensional) grid calls gs_queue_finish exactly once, after
+ *    a fetch returned -1: the last block to do so returns the queue to all-zero, so the
+ *    next launch on the same queue needs no reset. A launch that ends early (a block
+ *    that returns without finishing, a fault) leaves the queue dirty: gs_queue_reset it;
+ *  - only launches ordered one after another (one stream) share a queue.
+ */
+typedef struct gs_work_queue {
+    unsigned long long next;   /* the next item to hand out */
+    unsigned int finished;     /* blocks that called gs_queue_finish in this launch */
+    unsigned int reserved;
+} gs_work_queue;
+#define GS_WORK_QUEUE_BYTES 16
+
+/* The next item for the calling block, in every thread of it: an index in [0, count), or
+ * -1 when the queue is empty. One atomic per block per item. */
+static __device__ __forceinline__ long long gs_queue_fetch(gs_work_queue *q, unsigned long long count)
+{
+    __shared__ long long gs_item;
+    if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
+        unsigned long long i = atomicAdd(&q->next, 1ull);
+        gs_item = i < count ? (long long)i : -1;
+    }
+    __syncthreads();
+    return gs_item;
+}
+
+/* The block is done with the queue; returns, in every thread, whether it was the last
+ * block of the launch to finish (which may then tidy up more of its own state). That
+ * block resets the queue: by then every block has made its final fetch (each block's
+ * fetches precede its ticket here), so no atomic on q->next can land after the reset.
+ * Contains barriers; call it uniformly. */
+static __device__ __forceinline__ bool gs_queue_finish(gs_work_queue *q)
+{
+    __shared__ unsigned int gs_finished_last;
+    __syncthreads();
+    if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
+        __threadfence();
+        const bool last = atomicAdd(&q->finished, 1u) == gridDim.x - 1;
+        if (last) {
+            __threadfence();
+            q->next = 0;
+            q->finished = 0;
+        }
+        gs_finished_last = last;
+    }
+    __syncthreads();
+    return gs_finished_last != 0;
 }
 
 #endif /* GRIDSYNC_DEVICE_CUH */

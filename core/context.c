@@ -591,7 +591,8 @@ gs_status gs_default_context(const gs_driver *drv, gs_context **out)
 /* in/out must be memory the device can reach, and [p, p + bytes) inside one allocation.
  * One cuPointerGetAttributes call: it does not fail on unknown pointers, it reports a
  * memory type of 0 for them (pageable host memory, freed or never-allocated addresses). */
-static gs_status check_pointer(const gs_driver *drv, const char *name, const void *p, uint64_t bytes)
+static gs_status check_pointer(const gs_driver *drv, const char *fn, const char *name, const void *p,
+                               uint64_t bytes)
 {
     CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
                                    CU_POINTER_ATTRIBUTE_RANGE_SIZE};
@@ -602,13 +603,13 @@ static gs_status check_pointer(const gs_driver *drv, const char *name, const voi
     CUresult rc = drv->cuPointerGetAttributes(3, attrs, data, (CUdeviceptr)(uintptr_t)p);
     if (rc != CUDA_SUCCESS || memtype == 0)
         return gs_fail(GS_ERROR_INVALID_POINTER,
-                       "gs_reduce: %s = %p is not memory the device can access (not from cudaMalloc, "
+                       "%s: %s = %p is not memory the device can access (not from cudaMalloc, "
                        "cudaMallocManaged or cudaHostAlloc, or already freed)",
-                       name, p);
+                       fn, name, p);
     /* Some kinds of memory report no range; then there is nothing more to check. */
     if (size && (uint64_t)(uintptr_t)p - start + bytes > size)
         return gs_fail(GS_ERROR_INVALID_ARGUMENT,
-                       "gs_reduce: %s = %p + %llu bytes runs past the end of its allocation (%zu bytes at 0x%llx)",
+                       "%s: %s = %p + %llu bytes runs past the end of its allocation (%zu bytes at 0x%llx)", fn,
                        name, p, (unsigned long long)bytes, size, (unsigned long long)start);
     return GS_SUCCESS;
 }
@@ -667,8 +668,8 @@ GS_API gs_status gs_reduce_ex(gs_context *ctx, const void *in, uint64_t n, gs_dt
     if (!(ctx->supported[dtype][op] & (1u << out_dtype)))
         return gs_fail(GS_ERROR_UNSUPPORTED, "gs_reduce: backend %s does not offer %s over %s into %s",
                        ctx->backend->ops->name, gs_op_name(op), gs_dtype_name(dtype), gs_dtype_name(out_dtype));
-    if ((n && (st = check_pointer(drv, "in", in, n * esize)) != GS_SUCCESS) ||
-        (st = check_pointer(drv, "out", out, osize)) != GS_SUCCESS)
+    if ((n && (st = check_pointer(drv, "gs_reduce", "in", in, n * esize)) != GS_SUCCESS) ||
+        (st = check_pointer(drv, "gs_reduce", "out", out, osize)) != GS_SUCCESS)
         return st;
 
     int pushed = push_if_needed(drv, ctx->cu);
@@ -686,6 +687,140 @@ GS_API gs_status gs_reduce_ex(gs_context *ctx, const void *in, uint64_t n, gs_dt
     st = gs_workspace_get(ctx, args.stream, &args.workspace);
     if (st == GS_SUCCESS)
         st = ctx->backend->ops->reduce(ctx->instance, &args);
+    pop_if(drv, pushed);
+    return st;
+}
+
+/* GS_SEGMENTED_CHECK_OFFSETS: the offsets, copied to the host once the stream's earlier
+ * work (which may write them) is done. */
+static gs_status check_offsets(gs_context *ctx, const int64_t *offsets, uint64_t num_segments, uint64_t n,
+                               CUstream stream)
+{
+    const gs_driver *d = ctx->drv;
+    CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUresult rc = d->cuStreamIsCapturing(stream, &cap);
+    if (rc != CUDA_SUCCESS)
+        return gs_cuda_error(d, rc, "cuStreamIsCapturing(stream %p)", (void *)stream);
+    if (cap != CU_STREAM_CAPTURE_STATUS_NONE)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT,
+                       "gs_segmented_reduce: GS_SEGMENTED_CHECK_OFFSETS needs a host synchronisation, which "
+                       "stream %p cannot do while it is being captured into a graph",
+                       (void *)stream);
+    if (num_segments + 1 > SIZE_MAX / sizeof(int64_t))
+        return gs_fail(GS_ERROR_OUT_OF_MEMORY, "gs_segmented_reduce: %llu offsets do not fit in host memory",
+                       (unsigned long long)num_segments + 1);
+    const size_t bytes = (size_t)(num_segments + 1) * sizeof(int64_t);
+    int64_t *h = malloc(bytes);
+    if (!h)
+        return gs_fail(GS_ERROR_OUT_OF_MEMORY, "gs_segmented_reduce: out of host memory for %zu bytes of offsets",
+                       bytes);
+    gs_status st = GS_SUCCESS;
+    if ((rc = d->cuStreamSynchronize(stream)) != CUDA_SUCCESS)
+        st = gs_cuda_error(d, rc, "cuStreamSynchronize(stream %p) before checking the offsets", (void *)stream);
+    else if ((rc = d->cuMemcpyDtoH(h, (CUdeviceptr)(uintptr_t)offsets, bytes)) != CUDA_SUCCESS)
+        st = gs_cuda_error(d, rc, "cuMemcpyDtoH(%zu bytes of offsets)", bytes);
+    else if (h[0] < 0)
+        st = gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_segmented_reduce: offsets[0] = %lld is negative",
+                     (long long)h[0]);
+    else if ((uint64_t)h[num_segments] > n)
+        st = gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_segmented_reduce: offsets[%llu] = %lld is beyond n = %llu",
+                     (unsigned long long)num_segments, (long long)h[num_segments], (unsigned long long)n);
+    else
+        for (uint64_t j = 0; j < num_segments; j++)
+            if (h[j + 1] < h[j]) {
+                st = gs_fail(GS_ERROR_INVALID_ARGUMENT,
+                             "gs_segmented_reduce: offsets decrease: offsets[%llu] = %lld, offsets[%llu] = %lld",
+                             (unsigned long long)j, (long long)h[j], (unsigned long long)j + 1,
+                             (long long)h[j + 1]);
+                break;
+            }
+    free(h);
+    return st;
+}
+
+GS_API gs_status gs_segmented_reduce(gs_context *ctx, const void *in, uint64_t n, gs_dtype dtype, gs_op op,
+                                     const int64_t *offsets, uint64_t num_segments, void *out, gs_stream stream,
+                                     uint32_t flags)
+{
+    static const char fn[] = "gs_segmented_reduce";
+    gs_clear_error();
+    if (!gs_dtype_valid((int)dtype))
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: dtype %d is not a gs_dtype", fn, (int)dtype);
+    if (!gs_op_valid((int)op))
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: op %d is not a gs_op", fn, (int)op);
+    if (!gs_op_defined(dtype, op))
+        return gs_fail(GS_ERROR_UNSUPPORTED, "%s: op %s is not defined for dtype %s", fn, gs_op_name(op),
+                       gs_dtype_name(dtype));
+    if (flags & ~GS_SEGMENTED_CHECK_OFFSETS)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: unknown flags 0x%x", fn, flags & ~GS_SEGMENTED_CHECK_OFFSETS);
+    const gs_dtype out_dtype = gs_default_out(dtype, op);
+    const uint64_t esize = gs_dtype_size(dtype), osize = gs_dtype_size(out_dtype);
+    if (!in && n)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: in is NULL but n is %llu", fn, (unsigned long long)n);
+    if (num_segments && !offsets)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: offsets is NULL", fn);
+    if (num_segments && !out)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+    if ((uintptr_t)in % esize)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: in = %p is not aligned to its %s elements (%llu bytes)", fn,
+                       in, gs_dtype_name(dtype), (unsigned long long)esize);
+    if ((uintptr_t)offsets % sizeof(int64_t))
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: offsets = %p is not aligned to 8 bytes", fn,
+                       (const void *)offsets);
+    if ((uintptr_t)out % osize)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: out = %p is not aligned to its %s results", fn, out,
+                       gs_dtype_name(out_dtype));
+    if (n > (UINT64_MAX - (uint64_t)(uintptr_t)in) / esize)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: n = %llu elements of %s from %p wrap around memory", fn,
+                       (unsigned long long)n, gs_dtype_name(dtype), in);
+    /* 2^56 segments: more than any device holds, and far from any overflow below */
+    if (num_segments >= (1ull << 56))
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: num_segments = %llu is too large", fn,
+                       (unsigned long long)num_segments);
+
+    gs_status st;
+    const gs_driver *drv = gs_driver_get(&st);
+    if (!drv)
+        return st;
+    if (!ctx && (st = gs_default_context(drv, &ctx)) != GS_SUCCESS)
+        return st;
+    const gs_backend_ops *ops = ctx->backend->ops;
+    if (ops->struct_size < offsetof(gs_backend_ops, segmented_reduce) + sizeof ops->segmented_reduce ||
+        !ops->segmented_reduce)
+        return gs_fail(GS_ERROR_UNSUPPORTED, "%s: backend %s (%s, backend ABI %u.%u) has no segmented reduction", fn,
+                       ops->name, ctx->backend->path, GS_BACKEND_ABI_VERSION_MAJOR(ops->abi_version),
+                       ops->abi_version & 0xffffu);
+    if (!(ctx->supported[dtype][op] & (1u << out_dtype)))
+        return gs_fail(GS_ERROR_UNSUPPORTED, "%s: backend %s does not offer %s over %s", fn, ops->name,
+                       gs_op_name(op), gs_dtype_name(dtype));
+    if (num_segments == 0)
+        return GS_SUCCESS; /* nothing to write: no launch */
+    if ((n && (st = check_pointer(drv, fn, "in", in, n * esize)) != GS_SUCCESS) ||
+        (st = check_pointer(drv, fn, "offsets", offsets, (num_segments + 1) * sizeof(int64_t))) != GS_SUCCESS ||
+        (st = check_pointer(drv, fn, "out", out, num_segments * osize)) != GS_SUCCESS)
+        return st;
+
+    int pushed = push_if_needed(drv, ctx->cu);
+    gs_backend_segmented_args args = {
+        .struct_size = sizeof args,
+        .dtype = dtype,
+        .op = op,
+        .out_dtype = out_dtype,
+        .in = (CUdeviceptr)(uintptr_t)in,
+        .n = n,
+        .offsets = (CUdeviceptr)(uintptr_t)offsets,
+        .num_segments = num_segments,
+        .out = (CUdeviceptr)(uintptr_t)out,
+        .stream = (CUstream)stream,
+        .workspace_bytes = ctx->workspace_bytes,
+    };
+    st = GS_SUCCESS;
+    if (flags & GS_SEGMENTED_CHECK_OFFSETS)
+        st = check_offsets(ctx, offsets, num_segments, n, args.stream);
+    if (st == GS_SUCCESS)
+        st = gs_workspace_get(ctx, args.stream, &args.workspace);
+    if (st == GS_SUCCESS)
+        st = ops->segmented_reduce(ctx->instance, &args);
     pop_if(drv, pushed);
     return st;
 }

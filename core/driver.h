@@ -33,6 +33,7 @@
     X(cuMemAlloc, 3020)                                     \
     X(cuMemFree, 3020)                                      \
     X(cuMemsetD8Async, 3020)                                \
+    X(cuMemcpyDtoH, 3020)                                   \
     X(cuPointerGetAttributes, 7000)                         \
     X(cuStreamCreate, 2000)                                 \
     X(cuStreamDestroy, 4000)                                \

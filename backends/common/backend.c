@@ -27,7 +27,7 @@
 #define GS_EXPORT __attribute__((visibility("default")))
 
 #define GS_COUNT_KERNEL(dt, op, o) +1
-enum { GS_NKERNELS = 0 GS_KERNELS(GS_COUNT_KERNEL) };
+enum { GS_NKERNELS = 0 GS_KERNELS(GS_COUNT_KERNEL), GS_NSEG_KERNELS = 0 GS_SEG_KERNELS(GS_COUNT_KERNEL) };
 _Static_assert(GS_NKERNELS < 255, "kernel_index holds indices in a byte");
 
 /* The fatbin, embedded by embed_fatbin.py's assembly. */
@@ -49,6 +49,9 @@ struct gs_backend_instance {
      * the whole device (the grid size that fills it). */
     CUfunction fn[GS_NKERNELS];
     unsigned int max_blocks[GS_NKERNELS];
+    /* The same for the segmented reduction's kernels, seg_kernels[]. */
+    CUfunction seg_fn[GS_NSEG_KERNELS];
+    unsigned int seg_max_blocks[GS_NSEG_KERNELS];
 };
 
 /* Mapping of the kernel list's short names to the public enums. */
@@ -74,22 +77,32 @@ struct gs_backend_instance {
 
 #define GS_KERNEL_ENTRY(dt, op, o) {GS_DT_##dt, GS_OPV_##op, GS_DT_##o, "gs_reduce_" #dt "_" #op "_" #o},
 static const kernel_entry kernels[GS_NKERNELS] = {GS_KERNELS(GS_KERNEL_ENTRY)};
+#define GS_SEG_KERNEL_ENTRY(dt, op, o) {GS_DT_##dt, GS_OPV_##op, GS_DT_##o, "gs_segreduce_" #dt "_" #op "_" #o},
+static const kernel_entry seg_kernels[GS_NSEG_KERNELS] = {GS_SEG_KERNELS(GS_SEG_KERNEL_ENTRY)};
 
 /* (dtype, op, out) -> index into kernels[] + 1, 0 when there is none; filled once by the
  * entry point, so a launch looks its kernel up in constant time. */
 static unsigned char kernel_index[GS_DTYPE_COUNT][GS_OP_COUNT][GS_DTYPE_COUNT];
+static unsigned char seg_kernel_index[GS_DTYPE_COUNT][GS_OP_COUNT][GS_DTYPE_COUNT];
 
 static void index_kernels(void)
 {
     for (int k = 0; k < GS_NKERNELS; k++)
         kernel_index[kernels[k].dtype][kernels[k].op][kernels[k].out] = (unsigned char)(k + 1);
+    for (int k = 0; k < GS_NSEG_KERNELS; k++)
+        seg_kernel_index[seg_kernels[k].dtype][seg_kernels[k].op][seg_kernels[k].out] = (unsigned char)(k + 1);
+}
+
+static int lookup(unsigned char (*index)[GS_OP_COUNT][GS_DTYPE_COUNT], gs_dtype dtype, gs_op op, gs_dtype out)
+{
+    if (!gs_dtype_valid((int)dtype) || !gs_op_valid((int)op) || !gs_dtype_valid((int)out))
+        return -1;
+    return (int)index[dtype][op][out] - 1;
 }
 
 static int find_kernel(gs_dtype dtype, gs_op op, gs_dtype out)
 {
-    if (!gs_dtype_valid((int)dtype) || !gs_op_valid((int)op) || !gs_dtype_valid((int)out))
-        return -1;
-    return (int)kernel_index[dtype][op][out] - 1;
+    return lookup(kernel_index, dtype, op, out);
 }
 
 static gs_status cuda_fail(CUresult rc, const char *what)
@@ -129,8 +142,9 @@ static gs_status be_open(const gs_backend_device *dev, gs_backend_instance **out
         free(inst);
         return cuda_fail(rc, what);
     }
-    for (int k = 0; k < GS_NKERNELS; k++) {
-        const kernel_entry *e = &kernels[k];
+    for (int k = 0; k < GS_NKERNELS + GS_NSEG_KERNELS; k++) {
+        const int seg = k >= GS_NKERNELS;
+        const kernel_entry *e = seg ? &seg_kernels[k - GS_NKERNELS] : &kernels[k];
         CUfunction f;
         rc = host->cuModuleGetFunction(&f, inst->module, e->name);
         int per_sm = 0;
@@ -145,11 +159,16 @@ static gs_status be_open(const gs_backend_device *dev, gs_backend_instance **out
             return st == GS_ERROR_CUDA ? GS_ERROR_BACKEND_INIT_FAILED : st;
         }
         unsigned int blocks = (unsigned int)(per_sm > 0 ? per_sm : 1) * (unsigned int)dev->multiprocessor_count;
-        inst->fn[k] = f;
-        inst->max_blocks[k] = blocks < GS_MAX_BLOCKS ? blocks : GS_MAX_BLOCKS;
+        if (seg) {
+            inst->seg_fn[k - GS_NKERNELS] = f;
+            inst->seg_max_blocks[k - GS_NKERNELS] = blocks;
+        } else {
+            inst->fn[k] = f;
+            inst->max_blocks[k] = blocks < GS_MAX_BLOCKS ? blocks : GS_MAX_BLOCKS;
+        }
     }
     host->log(GS_LOG_DEBUG, "%s backend: %d kernels ready on compute capability %d.%d, up to %u blocks",
-              GS_BACKEND_NAME, (int)GS_NKERNELS, dev->cc_major, dev->cc_minor, inst->max_blocks[0]);
+              GS_BACKEND_NAME, (int)(GS_NKERNELS + GS_NSEG_KERNELS), dev->cc_major, dev->cc_minor, inst->max_blocks[0]);
     *out = inst;
     return GS_SUCCESS;
 }
@@ -215,6 +234,56 @@ static gs_status be_reduce(gs_backend_instance *inst, const gs_backend_reduce_ar
     return GS_SUCCESS;
 }
 
+/* The segmented reduction's chunking (backends/common/segmented.cuh): chunks of at least
+ * four 16-byte vectors per thread of a block, as many as the workspace has slots for at
+ * most, whole vectors each (so a chunk that starts on a 16-byte boundary keeps the next
+ * one on one too); one block per two chunks at most, the queue balances the rest. */
+static void seg_plan(const gs_backend_instance *inst, int k, gs_dtype dtype, gs_op op, uint64_t n,
+                     uint64_t *chunk, uint32_t *nchunks, unsigned int *grid)
+{
+    const uint64_t per_vec = 16 / gs_dtype_size(dtype);
+    const uint64_t max_chunks = GS_SEG_MAX_CHUNKS(op == GS_OP_ARGMIN || op == GS_OP_ARGMAX);
+    uint64_t c = (uint64_t)GS_BACKEND_BLOCK * 4 * per_vec;
+    const uint64_t need = (n + max_chunks - 1) / max_chunks;
+    if (need > c)
+        c = (need + per_vec - 1) / per_vec * per_vec;
+    const uint64_t nc = n ? (n + c - 1) / c : 1;
+    *chunk = c;
+    *nchunks = (uint32_t)nc;
+    const uint64_t want = (nc + 1) / 2;
+    *grid = want < inst->seg_max_blocks[k] ? (unsigned int)want : inst->seg_max_blocks[k];
+}
+
+static gs_status be_segmented_reduce(gs_backend_instance *inst, const gs_backend_segmented_args *a)
+{
+    int k = lookup(seg_kernel_index, a->dtype, a->op, a->out_dtype);
+    if (k < 0) {
+        host->set_error("%s backend: no segmented kernel for %s over %s into %s", GS_BACKEND_NAME,
+                        gs_op_name(a->op), gs_dtype_name(a->dtype), gs_dtype_name(a->out_dtype));
+        return GS_ERROR_UNSUPPORTED;
+    }
+    if (a->workspace_bytes < GS_WORKSPACE_BYTES) {
+        host->set_error("%s backend: workspace of %llu bytes, %u needed", GS_BACKEND_NAME,
+                        (unsigned long long)a->workspace_bytes, (unsigned)GS_WORKSPACE_BYTES);
+        return GS_ERROR_INTERNAL;
+    }
+    uint64_t chunk;
+    uint32_t nchunks;
+    unsigned int grid;
+    seg_plan(inst, k, a->dtype, a->op, a->n, &chunk, &nchunks, &grid);
+    CUdeviceptr in = a->in, offsets = a->offsets, out = a->out, ws = a->workspace;
+    uint64_t n = a->n, nseg = a->num_segments;
+    void *params[] = {&in, &n, &offsets, &nseg, &out, &ws, &chunk, &nchunks};
+    CUresult rc =
+        host->cuLaunchKernel(inst->seg_fn[k], grid, 1, 1, GS_BACKEND_BLOCK, 1, 1, 0, a->stream, params, NULL);
+    if (rc != CUDA_SUCCESS) {
+        char what[160];
+        snprintf(what, sizeof what, "cuLaunchKernel(%s, %u blocks)", seg_kernels[k].name, grid);
+        return cuda_fail(rc, what);
+    }
+    return GS_SUCCESS;
+}
+
 static const gs_backend_ops ops = {
     .struct_size = sizeof(gs_backend_ops),
     .abi_version = GS_BACKEND_ABI_VERSION,
@@ -224,6 +293,7 @@ static const gs_backend_ops ops = {
     .query_reduce = be_query_reduce,
     .workspace_size = be_workspace_size,
     .reduce = be_reduce,
+    .segmented_reduce = be_segmented_reduce,
 };
 
 GS_EXPORT gs_status gridsync_backend_entry_v1(uint32_t core_abi_version, const gs_backend_host *h,

@@ -9,11 +9,15 @@
 #define GS_KERNELS_ARITH(X, t) X(t, sum, t) X(t, prod, t) X(t, min, t) X(t, max, t) X(t, argmin, i64) X(t, argmax, i64)
 #define GS_KERNELS_INT(X, t) GS_KERNELS_ARITH(X, t) X(t, and, t) X(t, or, t) X(t, xor, t)
 
-#define GS_KERNELS(X)                                                                          \
+/* Every dtype x op with its default output. */
+#define GS_KERNELS_DEFAULT(X)                                                                  \
     GS_KERNELS_INT(X, i8) GS_KERNELS_INT(X, u8) GS_KERNELS_INT(X, i32) GS_KERNELS_INT(X, u32)  \
     GS_KERNELS_INT(X, i64) GS_KERNELS_INT(X, u64)                                              \
     GS_KERNELS_ARITH(X, f32) GS_KERNELS_ARITH(X, f64) GS_KERNELS_ARITH(X, f16)                 \
-    GS_KERNELS_ARITH(X, bf16)                                                                  \
+    GS_KERNELS_ARITH(X, bf16)
+
+#define GS_KERNELS(X)                                                                          \
+    GS_KERNELS_DEFAULT(X)                                                                      \
     /* wider outputs (gs_reduce_ex): integer sums/products into 64 bits as torch.sum does, */  \
     /* float32 accumulated and written as float64, half types into float32 */                 \
     X(i8, sum, i64) X(i8, prod, i64) X(u8, sum, u64) X(u8, prod, u64)                          \
@@ -22,11 +26,34 @@
     X(f16, sum, f32) X(f16, prod, f32) X(f16, min, f32) X(f16, max, f32)                       \
     X(bf16, sum, f32) X(bf16, prod, f32) X(bf16, min, f32) X(bf16, max, f32)
 
-/* Workspace layout (bytes): the ticket counter at 0, the per-block partials from
- * GS_PARTIALS_OFFSET, room for GS_MAX_BLOCKS partials of up to 16 bytes. */
+/* The segmented reduction's kernels, gs_segreduce_<dtype>_<op>_<out>: every dtype x op,
+ * default outputs (an ARGMIN/ARGMAX result is the index within its segment). */
+#define GS_SEG_KERNELS(X) GS_KERNELS_DEFAULT(X)
+
+/* Workspace layout (bytes), one per stream: gs_reduce's ticket counter at 0 and its
+ * per-block partials from GS_PARTIALS_OFFSET (room for GS_MAX_BLOCKS partials of up to
+ * 16 bytes); the segmented reduction's work queue at GS_SEG_QUEUE_OFFSET, its chunk
+ * slots from GS_PARTIALS_OFFSET (scratch, like the partials) and its chunk counters at
+ * the very end (backends/common/segmented.cuh). */
 #define GS_PARTIALS_OFFSET 256
 #define GS_MAX_PARTIAL_BYTES 16
 #define GS_MAX_BLOCKS 2048
-#define GS_WORKSPACE_BYTES (GS_PARTIALS_OFFSET + GS_MAX_BLOCKS * GS_MAX_PARTIAL_BYTES)
+#define GS_SEG_QUEUE_OFFSET 16
+#define GS_WORKSPACE_BYTES 65536
+
+/* Segmented reduction: bytes of one chunk slot for op (ARGMIN/ARGMAX accumulators are a
+ * value and an int64 index); the chunk counters, at a fixed place for every op (a later
+ * launch's slots must never land on counters that must stay zero), clear of gs_reduce's
+ * partials; and the most chunks whose two slots each fit between the two. */
+#define GS_SEG_SLOT_BYTES(is_arg) ((is_arg) ? 16u : 8u)
+#define GS_SEG_COUNTERS 3264u
+#define GS_SEG_COUNTERS_OFFSET (GS_WORKSPACE_BYTES - 4u * GS_SEG_COUNTERS)
+#define GS_SEG_MAX_CHUNKS(is_arg) ((GS_SEG_COUNTERS_OFFSET - GS_PARTIALS_OFFSET) / (2u * GS_SEG_SLOT_BYTES(is_arg)))
+#if GS_SEG_COUNTERS_OFFSET < GS_PARTIALS_OFFSET + GS_MAX_BLOCKS * GS_MAX_PARTIAL_BYTES
+#  error "segmented-reduction counters overlap gs_reduce's partials"
+#endif
+#if GS_SEG_MAX_CHUNKS(0) > GS_SEG_COUNTERS
+#  error "more segmented-reduction chunks than counters"
+#endif
 
 #endif

@@ -2,7 +2,7 @@
  * Included by backends/<name>/kernels.cu after it defines the type GS_POLICY. */
 #pragma once
 
-#include "reduce.cuh"
+#include "segmented.cuh"
 
 #define GS_TYPE_i8 int8_t
 #define GS_TYPE_u8 uint8_t
@@ -36,3 +36,20 @@
     }
 
 GS_KERNELS(GS_DEFINE_KERNEL)
+
+#define GS_DEFINE_SEG_KERNEL(dt, op, o)                                                                \
+    extern "C" __global__ void __launch_bounds__(GS_POLICY::kBlock)                                    \
+        gs_segreduce_##dt##_##op##_##o(const GS_TYPE_##dt *__restrict__ in, uint64_t n,                \
+                                       const int64_t *__restrict__ offsets, uint64_t num_segments,     \
+                                       GS_TYPE_##o *__restrict__ out, unsigned char *workspace,        \
+                                       uint64_t chunk, uint32_t nchunks)                               \
+    {                                                                                                  \
+        typedef GS_OP_##op<GS_TYPE_##dt, GS_TYPE_##o> Op;                                              \
+        static_assert(gs::SegSlot<typename Op::Acc>::kBytes ==                                         \
+                          GS_SEG_SLOT_BYTES(gs::IsArg<Op>::value),                             \
+                      "slot size rule differs from the host's");                                       \
+        gs::segmented_kernel<GS_POLICY, Op>(in, n, offsets, num_segments, (typename Op::OutT *)out,    \
+                                            workspace, chunk, nchunks);                                \
+    }
+
+GS_SEG_KERNELS(GS_DEFINE_SEG_KERNEL)

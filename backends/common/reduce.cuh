@@ -10,8 +10,14 @@
  *                                  valid in thread 0; s is Policy::Scratch<Acc> in
  *                                  shared memory; ends with every thread past its last
  *                                  read of s only after a later __syncthreads
- *   Policy::last_block(counter)    the last-block guard: takes the ticket in thread 0 and
- *                                  returns, in every thread, whether this block is last
+ *   Policy::last_arrival(counter, expected)
+ *                                  the last-block guard: takes the ticket in thread 0 and
+ *                                  returns, in every thread, whether this block is the
+ *                                  expected-th to arrive (the last); a barrier
+ * and, for the segmented reduction (segmented.cuh):
+ *   Policy::kGroup                 threads that work on one medium segment together
+ *   Policy::group_reduce<Op>(v, s) their combination, valid in the group's first thread
+ *   Policy::block_any(p)           whether p holds in any thread; a barrier
  * Everything else - the grid-stride loop, head/tail handling, the fences and the
  * protocol of DESIGN.md - is here.
  */
@@ -183,6 +189,9 @@ template <typename T, typename Out, bool kMax> struct OpArgBase {
 };
 template <typename T, typename Out> struct OpArgMin : OpArgBase<T, Out, false> {};
 template <typename T, typename Out> struct OpArgMax : OpArgBase<T, Out, true> {};
+template <typename Op> struct IsArg { static const bool value = false; };
+template <typename T, typename Out> struct IsArg<OpArgMin<T, Out> > { static const bool value = true; };
+template <typename T, typename Out> struct IsArg<OpArgMax<T, Out> > { static const bool value = true; };
 
 /* Bitwise operations, integers only, in the unsigned type of the (widened) width. */
 template <typename T, typename Out> struct OpBitBase {
@@ -294,17 +303,20 @@ __device__ __forceinline__ typename Op::Acc fold16(typename Op::Acc acc, const u
     return Accum<Op>::template add_vec<kPer>(acc, v, first);
 }
 
-template <typename Policy, typename Op>
-__device__ __forceinline__ void reduce_kernel(const typename Op::In *__restrict__ in, uint64_t n,
-                                              typename Op::OutT *__restrict__ out, unsigned char *workspace)
+/* Folds n consecutive elements starting at `in` (element-aligned), whose first has index
+ * `first`, as thread t of nt cooperating threads: the misaligned head and the tail one
+ * element per thread, the 16-byte vectors in between with kUnroll independent loads in
+ * flight. Each of the thread's accumulators sees increasing indices. Returns the thread's
+ * share, combined in a fixed order. Used with nt = the grid (gs_reduce), a block, or a
+ * group of threads (segmented reduction). */
+template <typename Policy, typename Op, int kUnrollArg = 0>
+__device__ __forceinline__ typename Op::Acc accumulate(const typename Op::In *__restrict__ in, uint64_t n,
+                                                       uint64_t first, uint64_t t, uint64_t nt)
 {
     typedef typename Op::In T;
     typedef typename Op::Acc Acc;
     const int kPer = 16 / sizeof(T);
-    const int kUnroll = Policy::kUnroll;
-    unsigned int *counter = (unsigned int *)workspace;
-    Acc *partials = (Acc *)(workspace + GS_PARTIALS_OFFSET);
-    __shared__ typename Policy::template Scratch<Acc> scratch;
+    const int kUnroll = kUnrollArg ? kUnrollArg : Policy::kUnroll;
 
     /* Split [0, n) into a misaligned head, whole 16-byte vectors, and a tail, once. The
      * input is element-aligned (checked by the core), so head < kPer. */
@@ -316,40 +328,57 @@ __device__ __forceinline__ void reduce_kernel(const typename Op::In *__restrict_
     const uint64_t tail_begin = head + nvec * kPer;
     const uint4 *vin = (const uint4 *)(in + head);
 
-    const uint64_t tid = threadIdx.x;
-    const uint64_t gtid = (uint64_t)blockIdx.x * Policy::kBlock + tid;
-    const uint64_t stride = (uint64_t)gridDim.x * Policy::kBlock;
-
     Acc acc[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; u++)
         acc[u] = Op::identity();
 
-    /* Head elements (before every vector): one per thread of the first threads. */
-    if (gtid < head)
-        acc[0] = Accum<Op>::add(acc[0], in[gtid], (int64_t)gtid);
+    /* Head elements (before every vector). The loops that run a few times at most are
+     * kept rolled (`unroll 1`): the compiler would otherwise unroll them by four in every
+     * copy of this function, for nothing. */
+#pragma unroll 1
+    for (uint64_t h = t; h < head; h += nt)
+        acc[0] = Accum<Op>::add(acc[0], in[h], (int64_t)(first + h));
 
     /* kUnroll independent loads in flight, then fold each into its own accumulator. */
-    uint64_t i = gtid;
-    for (; i + (kUnroll - 1) * stride < nvec; i += kUnroll * stride) {
+    uint64_t i = t;
+    for (; i + (kUnroll - 1) * nt < nvec; i += kUnroll * nt) {
         uint4 raw[kUnroll];
 #pragma unroll
         for (int u = 0; u < kUnroll; u++)
-            raw[u] = Policy::load16(vin + i + u * stride);
+            raw[u] = Policy::load16(vin + i + u * nt);
 #pragma unroll
         for (int u = 0; u < kUnroll; u++)
-            acc[u] = fold16<Op>(acc[u], raw[u], head + (i + u * stride) * kPer);
+            acc[u] = fold16<Op>(acc[u], raw[u], first + head + (i + u * nt) * kPer);
     }
-    for (; i < nvec; i += stride)
-        acc[0] = fold16<Op>(acc[0], Policy::load16(vin + i), head + i * kPer);
+#pragma unroll 1
+    for (; i < nvec; i += nt)
+        acc[0] = fold16<Op>(acc[0], Policy::load16(vin + i), first + head + i * kPer);
     /* Tail elements (after every vector), also in increasing index order per accumulator. */
-    if (gtid < n - tail_begin)
-        acc[0] = Accum<Op>::add(acc[0], in[tail_begin + gtid], (int64_t)(tail_begin + gtid));
+#pragma unroll 1
+    for (uint64_t r = tail_begin + t; r < n; r += nt)
+        acc[0] = Accum<Op>::add(acc[0], in[r], (int64_t)(first + r));
 #pragma unroll
     for (int u = 1; u < kUnroll; u++)
         acc[0] = Op::combine(acc[0], acc[u]);
+    return acc[0];
+}
 
-    Acc block = Policy::template block_reduce<Op>(acc[0], scratch);
+template <typename Policy, typename Op>
+__device__ __forceinline__ void reduce_kernel(const typename Op::In *__restrict__ in, uint64_t n,
+                                              typename Op::OutT *__restrict__ out, unsigned char *workspace)
+{
+    typedef typename Op::Acc Acc;
+    unsigned int *counter = (unsigned int *)workspace;
+    Acc *partials = (Acc *)(workspace + GS_PARTIALS_OFFSET);
+    __shared__ typename Policy::template Scratch<Acc> scratch;
+
+    const uint64_t tid = threadIdx.x;
+    const uint64_t gtid = (uint64_t)blockIdx.x * Policy::kBlock + tid;
+    const uint64_t stride = (uint64_t)gridDim.x * Policy::kBlock;
+    Acc acc = accumulate<Policy, Op>(in, n, 0, gtid, stride);
+
+    Acc block = Policy::template block_reduce<Op>(acc, scratch);
 
     if (gridDim.x == 1) {
         /* One block: no other block to wait for, the counter stays 0. */
@@ -366,7 +395,7 @@ __device__ __forceinline__ void reduce_kernel(const typename Op::In *__restrict_
     }
     /* (3) ticket and (4) guard, per backend. Both variants contain a __syncthreads, which
      * also separates the two uses of `scratch`. */
-    if (Policy::last_block(counter)) {
+    if (Policy::last_arrival(counter, gridDim.x)) {
         /* (5) acquire: without this fence the loads below may see partials older than
          * the tickets this block observed through its atomic; volatile loads, because a
          * cached (L1) load could return a stale line even after the fence. */

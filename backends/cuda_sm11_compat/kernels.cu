@@ -34,9 +34,37 @@ struct PolicySm11Compat {
         return s.v[0];
     }
 
+    /* Segmented reduction: without warp shuffles (or __syncwarp) a group smaller than the
+     * block has no safe way to combine, so the whole block works on a medium segment. */
+    static const int kGroup = kBlock;
+    template <typename Op>
+    static __device__ __forceinline__ typename Op::Acc group_reduce(typename Op::Acc v, Scratch<typename Op::Acc> &s)
+    {
+        return block_reduce<Op>(v, s);
+    }
+
+    /* Whether p holds in any thread of the block: a shared flag between barriers (the
+     * third lets the next call clear it). */
+    static __device__ __forceinline__ bool block_any(bool p)
+    {
+        __shared__ unsigned int any;
+        if (threadIdx.x == 0)
+            any = 0;
+        __syncthreads();
+        if (p)
+            any = 1;
+        __syncthreads();
+        const bool r = any != 0;
+        __syncthreads();
+        return r;
+    }
+
     /* The seed's 1.1 guard: thread 0 writes its ticket's verdict to shared memory, the
      * barrier publishes it to the block. The caller's thread 0 has already fenced. */
-    static __device__ __forceinline__ bool last_block(unsigned int *counter) { return gs_last_block_sm11(counter); }
+    static __device__ __forceinline__ bool last_arrival(unsigned int *counter, unsigned int expected)
+    {
+        return gs_last_arrival_sm11(counter, expected);
+    }
 };
 
 } // namespace

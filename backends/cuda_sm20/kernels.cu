@@ -57,9 +57,24 @@ struct PolicySm20 {
         return v;
     }
 
+    /* Segmented reduction: a warp works on one medium segment, reduced with shuffles (the
+     * result in lane 0); no barrier, so warps of a block may loop independently. */
+    static const int kGroup = 32;
+    template <typename Op>
+    static __device__ __forceinline__ typename Op::Acc group_reduce(typename Op::Acc v, Scratch<typename Op::Acc> &)
+    {
+        return warp_reduce<Op>(v);
+    }
+
+    /* Whether p holds in any thread of the block; a barrier. */
+    static __device__ __forceinline__ bool block_any(bool p) { return __syncthreads_or(p) != 0; }
+
     /* The seed's 2.0 guard: thread 0 takes the ticket, __syncthreads_or tells every thread
      * whether it was the last one. The caller's thread 0 has already fenced its partial. */
-    static __device__ __forceinline__ bool last_block(unsigned int *counter) { return gs_last_block_sm20(counter); }
+    static __device__ __forceinline__ bool last_arrival(unsigned int *counter, unsigned int expected)
+    {
+        return gs_last_arrival_sm20(counter, expected);
+    }
 };
 
 } // namespace

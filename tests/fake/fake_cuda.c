@@ -704,6 +704,22 @@ static CUresult fake_cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_
     return CUDA_SUCCESS;
 }
 
+/* Fake device memory is host memory, so a copy to the host is a memcpy. */
+static CUresult fake_cuMemcpyDtoH(void *dst, CUdeviceptr src, size_t n)
+{
+    FAKE_ENTER("cuMemcpyDtoH", " 0x%llx bytes=%zu", (unsigned long long)src, n);
+    if (!current_ctx())
+        return CUDA_ERROR_INVALID_CONTEXT;
+    pthread_mutex_lock(&g_lock);
+    fake_alloc *a = find_alloc((uintptr_t)src);
+    int inside = a && (uintptr_t)src - a->base + n <= a->size;
+    pthread_mutex_unlock(&g_lock);
+    if (!inside || !dst)
+        return CUDA_ERROR_INVALID_VALUE;
+    memcpy(dst, (const void *)(uintptr_t)src, n);
+    return CUDA_SUCCESS;
+}
+
 /* ---- modules, functions, launches ----------------------------------------------------- */
 
 typedef struct fake_function {

@@ -22,7 +22,14 @@
  *  - many launches queued back to back on one stream (the counter must reset itself);
  *  - the same reduction on the legacy, per-thread and two created streams, explicit and
  *    default (NULL) context;
- *  - a float SUM repeated 100 times gives identical bits.
+ *  - a float SUM repeated 100 times gives identical bits;
+ *  - gs_segmented_reduce: every dtype x op over random segment layouts (mixed, tiny,
+ *    one giant among tiny ones, power-law, boundaries on chunk edges) with offsets[0] > 0
+ *    and a margin after the last segment, every segment against the host reference, the
+ *    output poisoned and its end guarded; all-empty segments (identities), one segment
+ *    (= gs_reduce), zero segments (nothing written); 20 runs bitwise equal; launches
+ *    back to back interleaved with gs_reduce on one stream; bad offsets refused when
+ *    checked, harmless when not (the next call is right).
  */
 #define _GNU_SOURCE
 #include <float.h>
@@ -757,6 +764,279 @@ static void test_determinism(gs_context *ctx, cushim_ptr d, void *h, cushim_ptr 
     }
 }
 
+/* ---- gs_segmented_reduce --------------------------------------------------------------
+ * Layouts of num_segments + 1 offsets over [0, n): segments start at a random base and
+ * leave a random margin at the end, so offsets[0] > 0 and offsets[S] < n happen. */
+typedef enum { LAY_MIXED, LAY_TINY, LAY_GIANT, LAY_POWER, LAY_EDGES, LAY_COUNT } layout_kind;
+static const char *const k_layout_name[] = {"mixed", "tiny", "giant+tiny", "power-law", "chunk-edges"};
+
+/* Fills off[0..S] for about `target` elements; returns S. off has room for max_seg + 1. */
+static size_t make_layout(layout_kind kind, size_t target, int64_t *off, size_t max_seg, size_t *n_out)
+{
+    size_t S = 0, pos = rnd() % 6;
+    off[0] = (int64_t)pos;
+    const size_t giant_at = kind == LAY_GIANT ? rnd() % 64 : (size_t)-1;
+    while (S < max_seg) {
+        size_t len;
+        switch (kind) {
+        case LAY_TINY: len = rnd() % 17; break; /* 0..16, empty ones included */
+        case LAY_GIANT: len = S == giant_at ? target * 3 / 4 : rnd() % 17; break;
+        case LAY_POWER: { /* Pareto-like: P(len > x) ~ 1/x, 1 .. target/4 */
+            double u = (double)(rnd() >> 11) / 9007199254740992.0;
+            double l = 1.0 / (u + 1e-9);
+            len = l > (double)target / 4 ? target / 4 : (size_t)l;
+            break;
+        }
+        case LAY_EDGES: { /* boundaries on and around multiples of 2^k (chunk edges) */
+            size_t q = (size_t)1 << (10 + rnd() % 8);
+            size_t next = (pos / q + 1) * q + (size_t)(rnd() % 3) - 1;
+            len = next > pos ? next - pos : rnd() % 3;
+            break;
+        }
+        default: { /* a mix of empty, short, medium, long and chunk-spanning segments */
+            unsigned r = (unsigned)(rnd() % 100);
+            len = r < 10 ? 0 : r < 55 ? 1 + rnd() % 16 : r < 85 ? 17 + rnd() % 2000 : r < 97 ? 2017 + rnd() % 30000
+                                                                                     : 30000 + rnd() % 300000;
+            break;
+        }
+        }
+        if (pos + len > target)
+            break;
+        pos += len;
+        off[++S] = (int64_t)pos;
+    }
+    *n_out = pos + rnd() % 4;
+    return S;
+}
+
+/* One gs_segmented_reduce of host data h (on the device at d + off_el elements) over the
+ * layout in hoff (on the device at doff), output poisoned, every segment checked. */
+static void run_segmented(gs_context *ctx, cushim_ptr d, const void *h, size_t off_el, size_t n, const int64_t *hoff,
+                          cushim_ptr doff, size_t S, gs_dtype t, gs_op op, data_kind kind, cushim_ptr dsegout,
+                          void *hsegout, const char *label, cushim_stream s)
+{
+    const size_t es = dsize(t);
+    const gs_dtype out = (op == GS_OP_ARGMIN || op == GS_OP_ARGMAX) ? GS_INT64 : t;
+    const size_t os = dsize(out);
+    CHECK_CU(cushim_memset8(dsegout, POISON, S * os + 8));
+    CHECK_CU(cushim_ctx_sync());
+    CHECK_GS(gs_segmented_reduce(ctx, (const void *)(uintptr_t)(d + off_el * es), n, t, op,
+                                 (const int64_t *)(uintptr_t)doff, S, (void *)(uintptr_t)dsegout, s, 0));
+    CHECK_CU(cushim_stream_sync(s));
+    CHECK_CU(cushim_d2h(hsegout, dsegout, S * os + 8));
+    const unsigned char *hb = (const unsigned char *)h + off_el * es;
+    int failed_before = g_failures;
+    for (size_t j = 0; j < S && g_failures - failed_before < 5; j++) {
+        char what[240];
+        snprintf(what, sizeof what, "segmented %s %s %s n=%zu offset=%zu S=%zu data=%s: segment %zu [%lld, %lld)",
+                 dname(t), oname(op), label, n, off_el, S, k_kind_name[kind], j, (long long)hoff[j],
+                 (long long)hoff[j + 1]);
+        verify(what, hb + (size_t)hoff[j] * es, (size_t)(hoff[j + 1] - hoff[j]), t, op, out, kind,
+               (const unsigned char *)hsegout + j * os);
+    }
+    unsigned char tail[8];
+    memset(tail, POISON, 8);
+    if (memcmp((const unsigned char *)hsegout + S * os, tail, 8) != 0)
+        FAIL("segmented %s %s %s: wrote past out[%zu]", dname(t), oname(op), label, S);
+}
+
+#define SEG_MAX 400000
+static void test_segmented(gs_context *ctx, cushim_ptr d, void *h, cushim_ptr dout)
+{
+    (void)dout;
+    enum { NT = sizeof k_types_all / sizeof k_types_all[0] };
+    const size_t target = g_quick ? 200000 : (1u << 22) + 17;
+    int64_t *hoff = malloc((SEG_MAX + 1) * sizeof *hoff);
+    void *hsegout = malloc(SEG_MAX * 8 + 8);
+    cushim_ptr doff, dsegout;
+    CHECK_CU(cushim_alloc(&doff, (SEG_MAX + 1) * sizeof *hoff));
+    CHECK_CU(cushim_alloc(&dsegout, SEG_MAX * 8 + 8));
+    if (!hoff || !hsegout) {
+        fprintf(stderr, "FATAL: out of host memory\n");
+        exit(1);
+    }
+    size_t S, n;
+
+    /* Every dtype x op (default outputs), two layouts each, fresh data per case. */
+    for (size_t ti = 0; ti < NT; ti++) {
+        gs_dtype t = k_types_all[ti].t;
+        for (int op = 0; op <= GS_OP_BIT_XOR; op++) {
+            if (op >= GS_OP_BIT_AND && k_types_all[ti].is_float) {
+                gs_status st = gs_segmented_reduce(ctx, NULL, 0, t, (gs_op)op, NULL, 0, NULL, NULL, 0);
+                g_checks++;
+                if (st != GS_ERROR_UNSUPPORTED)
+                    FAIL("segmented %s %s: %s, want GS_ERROR_UNSUPPORTED", dname(t), oname((gs_op)op),
+                         gs_status_string(st));
+                continue;
+            }
+            data_kind kinds[2];
+            int nk = (int)kinds_for(t, (gs_op)op, kinds);
+            for (int rep = 0; rep < 2; rep++) {
+                layout_kind lay = (layout_kind)((ti * 2 + (size_t)op * 3 + (size_t)rep) % LAY_COUNT);
+                data_kind kind = kinds[rep % nk];
+                S = make_layout(lay, target, hoff, SEG_MAX, &n);
+                size_t off_el = rnd() % 4;
+                fill(h, n + off_el, t, kind);
+                upload(d, h, (n + off_el) * dsize(t));
+                upload(doff, hoff, (S + 1) * sizeof *hoff);
+                run_segmented(ctx, d, h, off_el, n, hoff, doff, S, t, (gs_op)op, kind, dsegout, hsegout,
+                              k_layout_name[lay], NULL);
+            }
+        }
+    }
+
+    /* Every layout for f32 SUM and i32 ARGMAX, on a created stream; 2^20 tiny segments. */
+    cushim_stream s;
+    CHECK_CU(cushim_stream_create(&s));
+    for (int lay = 0; lay < LAY_COUNT; lay++)
+        for (int k = 0; k < 2; k++) {
+            gs_dtype t = k ? GS_INT32 : GS_FLOAT32;
+            gs_op op = k ? GS_OP_ARGMAX : GS_OP_SUM;
+            S = make_layout((layout_kind)lay, target, hoff, SEG_MAX, &n);
+            fill(h, n, t, DATA_MIXED);
+            upload(d, h, n * dsize(t));
+            upload(doff, hoff, (S + 1) * sizeof *hoff);
+            run_segmented(ctx, d, h, 0, n, hoff, doff, S, t, op, DATA_MIXED, dsegout, hsegout,
+                          k_layout_name[lay], s);
+        }
+
+    /* Edge cases: no elements at all (every segment empty: identities), one segment that is
+     * the whole input (the same as gs_reduce), zero segments (nothing written). */
+    for (int op = 0; op <= GS_OP_ARGMAX; op++) {
+        S = 7;
+        for (size_t j = 0; j <= S; j++)
+            hoff[j] = 0;
+        upload(doff, hoff, (S + 1) * sizeof *hoff);
+        run_segmented(ctx, d, h, 0, 0, hoff, doff, S, GS_FLOAT32, (gs_op)op, DATA_INT, dsegout, hsegout, "empty", s);
+        n = g_quick ? 100000 : (1u << 24) + 3;
+        fill(h, n, GS_FLOAT64, DATA_MIXED);
+        upload(d, h, n * 8);
+        hoff[0] = 0;
+        hoff[1] = (int64_t)n;
+        upload(doff, hoff, 2 * sizeof *hoff);
+        run_segmented(ctx, d, h, 0, n, hoff, doff, 1, GS_FLOAT64, (gs_op)op, DATA_MIXED, dsegout, hsegout, "whole", s);
+    }
+    CHECK_CU(cushim_memset8(dsegout, POISON, 8));
+    CHECK_GS(gs_segmented_reduce(ctx, (const void *)(uintptr_t)d, 10, GS_FLOAT32, GS_OP_SUM,
+                                 (const int64_t *)(uintptr_t)doff, 0, (void *)(uintptr_t)dsegout, s, 0));
+    CHECK_CU(cushim_ctx_sync());
+    unsigned char b[8];
+    CHECK_CU(cushim_d2h(b, dsegout, 8));
+    g_checks++;
+    for (int i = 0; i < 8; i++)
+        if (b[i] != POISON) {
+            FAIL("segmented with 0 segments wrote its output");
+            break;
+        }
+
+    /* Run-to-run determinism: a float SUM over a power-law layout, 20 times, every bit. */
+    S = make_layout(LAY_POWER, target, hoff, SEG_MAX, &n);
+    fill(h, n, GS_FLOAT32, DATA_MIXED);
+    upload(d, h, n * 4);
+    upload(doff, hoff, (S + 1) * sizeof *hoff);
+    void *first = malloc(S * 4 + 8);
+    for (int rep = 0; rep < (g_quick ? 3 : 20); rep++) {
+        run_segmented(ctx, d, h, 0, n, hoff, doff, S, GS_FLOAT32, GS_OP_SUM, DATA_MIXED, dsegout, hsegout,
+                      "determinism", s);
+        if (rep == 0)
+            memcpy(first, hsegout, S * 4);
+        else if (memcmp(first, hsegout, S * 4) != 0) {
+            FAIL("segmented f32 sum S=%zu: run %d differs bitwise from run 0", S, rep);
+            break;
+        }
+    }
+    free(first);
+
+    /* Back to back, no synchronisation in between: segmented reductions with different
+     * layouts into separate outputs, interleaved with gs_reduce on the same stream (they
+     * share the stream's workspace), then every result checked. */
+    {
+        enum { K = 6 };
+        const size_t part = target / K;
+        int64_t *offs[K];
+        size_t Ss[K], ns[K];
+        cushim_ptr doffs[K], douts[K], dred;
+        CHECK_CU(cushim_alloc(&dred, 8 * K));
+        fill(h, target, GS_FLOAT32, DATA_INT);
+        upload(d, h, target * 4);
+        for (int k = 0; k < K; k++) {
+            offs[k] = malloc((SEG_MAX + 1) * sizeof(int64_t));
+            Ss[k] = make_layout((layout_kind)(k % LAY_COUNT), part, offs[k], SEG_MAX, &ns[k]);
+            CHECK_CU(cushim_alloc(&doffs[k], (Ss[k] + 1) * sizeof(int64_t)));
+            CHECK_CU(cushim_alloc(&douts[k], Ss[k] * 4 + 8));
+            upload(doffs[k], offs[k], (Ss[k] + 1) * sizeof(int64_t));
+            CHECK_CU(cushim_memset8(douts[k], POISON, Ss[k] * 4 + 8));
+        }
+        CHECK_CU(cushim_ctx_sync());
+        for (int k = 0; k < K; k++) {
+            CHECK_GS(gs_segmented_reduce(ctx, (const void *)(uintptr_t)(d + 4 * part * (size_t)k), ns[k], GS_FLOAT32,
+                                         GS_OP_SUM, (const int64_t *)(uintptr_t)doffs[k], Ss[k],
+                                         (void *)(uintptr_t)douts[k], s, 0));
+            CHECK_GS(gs_reduce(ctx, (const void *)(uintptr_t)(d + 4 * part * (size_t)k), part, GS_FLOAT32, GS_OP_MAX,
+                               (void *)(uintptr_t)(dred + 4 * (size_t)k), s));
+        }
+        CHECK_CU(cushim_stream_sync(s));
+        float red[K];
+        CHECK_CU(cushim_d2h(red, dred, 4 * K));
+        for (int k = 0; k < K; k++) {
+            CHECK_CU(cushim_d2h(hsegout, douts[k], Ss[k] * 4));
+            const float *base = (const float *)h + part * (size_t)k;
+            int fb = g_failures;
+            for (size_t j = 0; j < Ss[k] && g_failures - fb < 3; j++)
+                verify("segmented back-to-back", base + offs[k][j], (size_t)(offs[k][j + 1] - offs[k][j]), GS_FLOAT32,
+                       GS_OP_SUM, GS_FLOAT32, DATA_INT, (const float *)hsegout + j);
+            verify("reduce between segmented", base, part, GS_FLOAT32, GS_OP_MAX, GS_FLOAT32, DATA_INT, &red[k]);
+            CHECK_CU(cushim_free(doffs[k]));
+            CHECK_CU(cushim_free(douts[k]));
+            free(offs[k]);
+        }
+        CHECK_CU(cushim_free(dred));
+    }
+
+    /* Bad offsets. Checked (GS_SEGMENTED_CHECK_OFFSETS): GS_ERROR_INVALID_ARGUMENT. Not
+     * checked: success, nothing out of bounds (compute-sanitizer watches), and the next
+     * good call on the same workspace is right. */
+    {
+        n = 100000;
+        fill(h, n, GS_FLOAT32, DATA_INT);
+        upload(d, h, n * 4);
+        const int64_t bad[][5] = {{0, 10, 5, 20, 30}, {-4, 10, 20, 30, 40}, {0, 10, 20, 30, 100001},
+                                  {0, 1, 2, 3, -1}, {INT64_MAX, 0, INT64_MAX, INT64_MIN, 5}};
+        for (int b = 0; b < 5; b++) {
+            upload(doff, bad[b], sizeof bad[b]);
+            gs_status st = gs_segmented_reduce(ctx, (const void *)(uintptr_t)d, n, GS_FLOAT32, GS_OP_SUM,
+                                               (const int64_t *)(uintptr_t)doff, 4, (void *)(uintptr_t)dsegout, s,
+                                               GS_SEGMENTED_CHECK_OFFSETS);
+            g_checks++;
+            if (st != GS_ERROR_INVALID_ARGUMENT)
+                FAIL("bad offsets %d, checked: %s, want GS_ERROR_INVALID_ARGUMENT", b, gs_status_string(st));
+            st = gs_segmented_reduce(ctx, (const void *)(uintptr_t)d, n, GS_FLOAT32, GS_OP_ARGMIN,
+                                     (const int64_t *)(uintptr_t)doff, 4, (void *)(uintptr_t)dsegout, s, 0);
+            g_checks++;
+            if (st != GS_SUCCESS)
+                FAIL("bad offsets %d, unchecked: %s: %s", b, gs_status_string(st), gs_last_error_message());
+            CHECK_CU(cushim_stream_sync(s));
+        }
+        S = make_layout(LAY_MIXED, n, hoff, SEG_MAX, &n);
+        upload(doff, hoff, (S + 1) * sizeof *hoff);
+        run_segmented(ctx, d, h, 0, n, hoff, doff, S, GS_FLOAT32, GS_OP_ARGMIN, DATA_INT, dsegout, hsegout,
+                      "after bad offsets", s);
+        /* and the check passes good offsets */
+        gs_status st = gs_segmented_reduce(ctx, (const void *)(uintptr_t)d, n, GS_FLOAT32, GS_OP_SUM,
+                                           (const int64_t *)(uintptr_t)doff, S, (void *)(uintptr_t)dsegout, s,
+                                           GS_SEGMENTED_CHECK_OFFSETS);
+        g_checks++;
+        if (st != GS_SUCCESS)
+            FAIL("good offsets, checked: %s: %s", gs_status_string(st), gs_last_error_message());
+        CHECK_CU(cushim_stream_sync(s));
+    }
+    CHECK_CU(cushim_stream_destroy(s));
+    CHECK_CU(cushim_free(doff));
+    CHECK_CU(cushim_free(dsegout));
+    free(hoff);
+    free(hsegout);
+}
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -809,7 +1089,8 @@ int main(void)
         const char *name;
         void (*fn)(gs_context *, cushim_ptr, void *, cushim_ptr);
     } parts[] = {{"matrix", test_matrix},   {"large", test_large},   {"nan", test_nan},
-                 {"special", test_special}, {"streams", test_streams}, {"determinism", test_determinism}};
+                 {"special", test_special}, {"streams", test_streams}, {"determinism", test_determinism},
+                 {"segmented", test_segmented}};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
         int before = g_failures, checks = g_checks;
         double t0 = now_s();

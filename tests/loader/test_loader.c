@@ -1105,7 +1105,7 @@ static int case_good_call_log(void)
     /* Every call but query_reduce, exactly and in order. */
     char expected[2048];
     snprintf(expected, sizeof expected,
-             "fake_good: entry abi=1.0\n"
+             "fake_good: entry abi=1.1\n"
              "fake_good: open device=0 cc=9.0 sms=4 current=1\n"
              "fake_good: workspace_size current=1\n"
              "fake_good: reduce dtype=4 op=0 out=4 n=1000 in=0x%llx out=0x%llx stream=%p ws=#0 new zeroed "

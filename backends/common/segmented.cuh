@@ -1,0 +1,292 @@
+/*
+ * The segmented reduction in one launch, written once for both backends (the Policy is
+ * reduce.cuh's, with kGroup, group_reduce and block_any).
+ *
+ * Work is split by position, not by segment: the input [0, n) is cut into `nchunks`
+ * chunks of `chunk` elements, which the blocks take from a global work queue
+ * (gridsync_device.cuh), so one giant segment and a million tiny ones keep every block
+ * busy until the end. Chunk k:
+ *   - owns the segments that begin inside it (the last chunk also those beginning at n,
+ *     which can only be empty); a segment that also ends inside it is finished here and
+ *     written out directly: by one thread when it is short, by a group (a warp, or the
+ *     block where there are no warp shuffles) when longer, by the block when long;
+ *   - holds a piece of at most two segments that cross its edges: the one coming in
+ *     from an earlier chunk (piece stored in slot A[k]) and the owned one going out to a
+ *     later chunk (slot B[k]). A segment spanning chunks c0 < c1 thus has pieces
+ *     B[c0], A[c0+1], ..., A[c1]; each piece's block takes a ticket on the segment's
+ *     counter (counter[c0]), and the block that takes the last one combines the pieces
+ *     in chunk order (DESIGN.md's protocol: release fence before the ticket, acquire
+ *     fence and volatile loads after) and writes the segment's result.
+ * The chunking depends only on n and the op, and every piece is reduced in a fixed
+ * order, so results are run-to-run deterministic, floats included.
+ *
+ * Offsets are read clamped to [0, n], and a segment whose end is below its begin is
+ * empty, so bad offsets never make the kernel read or write outside in[0, n), out[0,
+ * num_segments) and its workspace; their results are unspecified. The last block to
+ * finish returns the queue and every counter it used to zero, so the next launch on the
+ * workspace needs no memset whatever the offsets were.
+ *
+ * Workspace (GS_WORKSPACE_BYTES): the gs_reduce ticket at 0 (untouched here), the queue at
+ * GS_SEG_QUEUE_OFFSET, slots A and B from GS_PARTIALS_OFFSET (scratch: gs_reduce's
+ * partials and other launches' slots may overwrite them between launches), the counters
+ * at GS_SEG_COUNTERS_OFFSET, past everything else (they must stay zero between launches).
+ */
+#pragma once
+
+#include "reduce.cuh"
+
+namespace gs {
+
+/* Bytes of one slot: every accumulator but ARGMIN/ARGMAX's fits in 8. The host sizes the
+ * chunk count with the same rule (gs_seg_slot_bytes in kernel_list.h). */
+template <typename Acc> struct SegSlot {
+    static const int kBytes = sizeof(Acc) <= 8 ? 8 : 16;
+    static_assert(sizeof(Acc) <= 16, "segment slot too small");
+};
+
+/* offsets[j] clamped to [0, n]. */
+__device__ __forceinline__ uint64_t seg_offset(const int64_t *offsets, uint64_t j, uint64_t n)
+{
+    const int64_t v = offsets[j];
+    return v < 0 ? 0 : ((uint64_t)v > n ? n : (uint64_t)v);
+}
+
+/* The chunk that holds position p in [0, n] (n itself: the last chunk). */
+__device__ __forceinline__ uint32_t seg_chunk_of(uint64_t p, uint64_t chunk, uint32_t nchunks)
+{
+    const uint64_t c = p / chunk;
+    return c < nchunks ? (uint32_t)c : nchunks - 1;
+}
+
+/* For both targets, the first j in [0, S] with offset(j) >= target (S + 1 when there is
+ * none), searched by the whole block at once: each round samples kBlock evenly spaced
+ * offsets, and the thread at the boundary narrows the range, so log_kBlock(S) rounds of
+ * one load each instead of log_2(S) dependent loads. Call uniformly. */
+template <typename Policy>
+__device__ __forceinline__ void seg_lower_bound2(const int64_t *offsets, uint64_t S, uint64_t n, uint64_t target0,
+                                                 uint64_t target1, uint64_t *res0, uint64_t *res1)
+{
+    __shared__ uint64_t range[2][2]; /* [target][lo, hi]: the answer is in [lo, hi] */
+    __shared__ unsigned char below[2][Policy::kBlock];
+    const unsigned int t = threadIdx.x;
+    if (t < 2) {
+        range[t][0] = 0;
+        range[t][1] = S + 1;
+    }
+    __syncthreads();
+    for (;;) {
+        uint64_t lo[2] = {range[0][0], range[1][0]}, hi[2] = {range[0][1], range[1][1]};
+        if (lo[0] >= hi[0] && lo[1] >= hi[1])
+            break;
+        uint64_t step[2], p[2];
+        bool valid[2];
+#pragma unroll
+        for (int q = 0; q < 2; q++) {
+            step[q] = (hi[q] - lo[q] + Policy::kBlock - 1) / Policy::kBlock;
+            p[q] = lo[q] + (uint64_t)t * step[q];
+            valid[q] = lo[q] < hi[q] && p[q] < hi[q];
+            below[q][t] = valid[q] && seg_offset(offsets, p[q], n) < (q ? target1 : target0);
+        }
+        __syncthreads();
+#pragma unroll
+        for (int q = 0; q < 2; q++) {
+            if (!valid[q])
+                continue;
+            const bool next_below = t + 1 < Policy::kBlock && below[q][t + 1] &&
+                                    p[q] + step[q] < hi[q];
+            if (below[q][t] && !next_below) {
+                /* the last sample below the target: the answer is after it, and no later
+                 * than the next sample (or hi) */
+                range[q][0] = p[q] + 1;
+                if (p[q] + step[q] < hi[q])
+                    range[q][1] = p[q] + step[q];
+            } else if (t == 0 && !below[q][0]) {
+                range[q][1] = lo[q]; /* the first sample is not below: it is the answer */
+            }
+        }
+        __syncthreads();
+    }
+    *res0 = range[0][0];
+    *res1 = range[1][0];
+    __syncthreads(); /* range may be rewritten by the next call */
+}
+
+/* One piece of a segment that spans chunks c0 < c1: thread 0 publishes it in `slot`, the
+ * block takes a ticket on counter[c0], and the block with the last ticket combines
+ * B[c0], A[c0+1], ..., A[c1] in chunk order and writes the result. Call uniformly. */
+template <typename Policy, typename Op>
+__device__ __forceinline__ void seg_publish_piece(typename Op::Acc piece, typename Op::Acc *slot,
+                                                  typename Op::Acc *slots_a, typename Op::Acc *slots_b,
+                                                  unsigned int *counters, uint32_t c0, uint32_t c1,
+                                                  typename Op::OutT *out_j,
+                                                  typename Policy::template Scratch<typename Op::Acc> &s)
+{
+    typedef typename Op::Acc Acc;
+    if (threadIdx.x == 0) {
+        *slot = piece;
+        gs_publish(); /* release: the piece is visible before the ticket announcing it */
+    }
+    if (Policy::last_arrival(&counters[c0], c1 - c0 + 1)) {
+        gs_acquire(); /* acquire: the other pieces, announced by their tickets */
+        Acc a = Op::identity();
+        for (uint32_t c = c0 + threadIdx.x; c <= c1; c += Policy::kBlock)
+            a = Op::combine(a, gs_load_volatile(c == c0 ? &slots_b[c0] : &slots_a[c]));
+        a = Policy::template block_reduce<Op>(a, s);
+        if (threadIdx.x == 0)
+            *out_j = Op::result(a);
+    }
+}
+
+template <typename Policy, typename Op>
+__device__ __forceinline__ void segmented_kernel(const typename Op::In *__restrict__ in, uint64_t n,
+                                                 const int64_t *__restrict__ offsets, uint64_t S,
+                                                 typename Op::OutT *__restrict__ out, unsigned char *workspace,
+                                                 uint64_t chunk, uint32_t nchunks)
+{
+    typedef typename Op::In T;
+    typedef typename Op::Acc Acc;
+    const int kSlot = SegSlot<Acc>::kBytes;
+    /* A segment this short (in bytes) is reduced by one thread; one this long by the block. */
+    const uint64_t kShort = 64 / sizeof(T);
+    const uint64_t kLong = (uint64_t)Policy::kBlock * (16 / sizeof(T)) * 2;
+    const int kGroups = Policy::kBlock / Policy::kGroup;
+
+    gs_work_queue *queue = (gs_work_queue *)(workspace + GS_SEG_QUEUE_OFFSET);
+    Acc *slots_a = (Acc *)(workspace + GS_PARTIALS_OFFSET);
+    Acc *slots_b = (Acc *)(workspace + GS_PARTIALS_OFFSET + (uint64_t)kSlot * nchunks);
+    unsigned int *counters = (unsigned int *)(workspace + GS_SEG_COUNTERS_OFFSET);
+    __shared__ typename Policy::template Scratch<Acc> scratch;
+
+    const unsigned int t = threadIdx.x;
+    const unsigned int group = t / Policy::kGroup, lane = t % Policy::kGroup;
+
+    for (long long item; (item = gs_queue_fetch(queue, nchunks)) >= 0;) {
+        const uint32_t k = (uint32_t)item;
+        const bool last_chunk = k == nchunks - 1;
+        const uint64_t cb = (uint64_t)k * chunk;
+        const uint64_t ce = last_chunk ? n : cb + chunk;
+
+        /* lo: the first segment beginning at or after cb; hi: after the last one owned. */
+        uint64_t lo, hi;
+        seg_lower_bound2<Policy>(offsets, S, n, cb, ce, &lo, &hi);
+        if (last_chunk || hi > S)
+            hi = S;
+        if (lo > S)
+            lo = S;
+
+        /* Round -1 holds the pieces of the segments crossing the chunk's edges; rounds 0,
+         * 1, ... the owned segments, kBlock at a time: short ones by one thread each at
+         * once, then the medium ones by groups, then the long ones and the crossing
+         * pieces by the block. (One loop, so each kind of work is compiled once.) */
+        for (int64_t r = -1;; r++) {
+            const uint64_t base = lo + (r < 0 ? 0 : (uint64_t)r * Policy::kBlock);
+            if (r >= 0 && base >= hi)
+                break;
+            const uint64_t rend = r < 0 ? lo : (base + Policy::kBlock < hi ? base + Policy::kBlock : hi);
+            bool medium = false, longer = false;
+            const uint64_t j = base + t;
+            if (r >= 0 && j < rend) {
+                const uint64_t sb = seg_offset(offsets, j, n), se0 = seg_offset(offsets, j + 1, n);
+                const uint64_t se = se0 > sb ? se0 : sb;
+                if (se > ce && sb < ce && j == hi - 1) {
+                    /* the owned segment going out to a later chunk: round -1 did it */
+                } else if (se - sb <= kShort) {
+                    /* at most 64 bytes: element by element, in index order */
+                    Acc a = Op::identity();
+#pragma unroll 1
+                    for (uint64_t i = sb; i < se; i++)
+                        a = Accum<Op>::add(a, in[i], (int64_t)(i - sb));
+                    out[j] = Op::result(a);
+                } else if (Policy::kGroup < Policy::kBlock && se - sb >= kLong) {
+                    longer = true;
+                } else {
+                    medium = true;
+                }
+            }
+            if (r >= 0 && Policy::block_any(medium)) {
+                /* group g takes the medium segments base + g, base + g + kGroups, ...:
+                 * the same trip count in every thread of a group (of the block, when the
+                 * group is the block), so group_reduce is called uniformly. */
+#pragma unroll 1
+                for (uint64_t jj = base + group; jj < rend; jj += kGroups) {
+                    const uint64_t sb = seg_offset(offsets, jj, n), se0 = seg_offset(offsets, jj + 1, n);
+                    const uint64_t se = se0 > sb ? se0 : sb;
+                    if (se - sb <= kShort || (Policy::kGroup < Policy::kBlock && se - sb >= kLong) ||
+                        (se > ce && jj == hi - 1))
+                        continue;
+                    if (Policy::kGroup == Policy::kBlock)
+                        __syncthreads(); /* the block's scratch is free */
+                    Acc a = accumulate<Policy, Op, 1>(in + sb, se - sb, 0, lane, Policy::kGroup);
+                    a = Policy::template group_reduce<Op>(a, scratch);
+                    if (lane == 0)
+                        out[jj] = Op::result(a);
+                }
+            }
+            if (r < 0 || (Policy::kGroup < Policy::kBlock && Policy::block_any(longer))) {
+                const uint64_t ntasks = r < 0 ? 2 : rend - base;
+#pragma unroll 1
+                for (uint64_t q = 0; q < ntasks; q++) {
+                    /* The task: segment sj's piece [pb, pe); crossing ones also their
+                     * slot and the chunks c0 .. c1 the segment spans. */
+                    uint64_t sj, pb, pe, sb;
+                    bool cross = false, outgoing = false;
+                    if (r < 0 && q == 0) {
+                        /* coming in from an earlier chunk: [cb, min(end, ce)) */
+                        if (lo == 0)
+                            continue;
+                        sj = lo - 1;
+                        sb = seg_offset(offsets, sj, n);
+                        const uint64_t se = seg_offset(offsets, lo, n);
+                        if (!(sb < cb && se > cb))
+                            continue;
+                        pb = cb;
+                        pe = se < ce ? se : ce;
+                        cross = true;
+                    } else if (r < 0) {
+                        /* going out to a later chunk (only the last owned one can) */
+                        if (hi <= lo)
+                            continue;
+                        sj = hi - 1;
+                        sb = seg_offset(offsets, sj, n);
+                        const uint64_t se = seg_offset(offsets, hi, n);
+                        if (!(se > ce && sb < ce))
+                            continue;
+                        pb = sb;
+                        pe = ce;
+                        cross = outgoing = true;
+                    } else {
+                        sj = base + q;
+                        sb = seg_offset(offsets, sj, n);
+                        const uint64_t se = seg_offset(offsets, sj + 1, n);
+                        if (se <= sb || se - sb < kLong || (se > ce && sj == hi - 1))
+                            continue;
+                        pb = sb;
+                        pe = se;
+                    }
+                    __syncthreads(); /* the block's scratch is free */
+                    Acc a = accumulate<Policy, Op>(in + pb, pe - pb, pb - sb, t, Policy::kBlock);
+                    a = Policy::template block_reduce<Op>(a, scratch);
+                    if (!cross) {
+                        if (t == 0)
+                            out[sj] = Op::result(a);
+                        continue;
+                    }
+                    const uint64_t se = seg_offset(offsets, sj + 1, n);
+                    seg_publish_piece<Policy, Op>(a, outgoing ? &slots_b[k] : &slots_a[k], slots_a, slots_b,
+                                                  counters, seg_chunk_of(sb, chunk, nchunks),
+                                                  seg_chunk_of(se - 1, chunk, nchunks), &out[sj], scratch);
+                }
+            }
+            __syncthreads(); /* block_any's flag and the scratch are reused next round */
+        }
+        __syncthreads(); /* gs_queue_fetch's contract: a barrier between two fetches */
+    }
+
+    /* The last block to finish resets the queue (gs_queue_finish) and the counters. */
+    if (gs_queue_finish(queue)) {
+        for (uint32_t c = t; c < nchunks; c += Policy::kBlock)
+            counters[c] = 0;
+    }
+}
+
+} // namespace gs
