@@ -8,10 +8,11 @@
 #   scripts/ci-abi.sh --update   build and rewrite the baselines (a release, or a deliberate
 #                                and reviewed change: see docs/ABI-policy.md)
 #
-# Passes: new functions (and variables), which belong in a new version node; new
-# enumerators that leave every existing one's value alone. Fails: everything else abidiff
-# sees, harmless or not by its own rules -- a removed symbol, a symbol moved to another
-# version node, a parameter added, removed or retyped (int32_t -> uint32_t included), a
+# Passes: new functions (and variables) in a version node the baseline does not have (a
+# new node; docs/ABI-policy.md); new enumerators that leave every existing one's value
+# alone. Fails: a new symbol in a node the baseline has (a released node), and everything
+# else abidiff sees, harmless or not by its own rules -- a removed symbol, a symbol moved to
+# another version node, a parameter added, removed or retyped (int32_t -> uint32_t included), a
 # struct member inserted, removed, moved or retyped, an enumerator renumbered or removed, a
 # new SONAME. Appending a member to a struct that carries struct_size is compatible (the
 # policy allows it in a minor release) but fails here on purpose: record it with --update
@@ -105,6 +106,34 @@ if [ "$mode" = update ]; then
 fi
 
 # ---- compare -------------------------------------------------------------------------
+# new_symbols_in_released_nodes BASELINE NOW: lists (and returns 1 for) each symbol that
+# NOW has and BASELINE has not, whose version node BASELINE already has. The baseline is the
+# last release, so its nodes are released and closed: a new function belongs in a new node
+# (docs/ABI-policy.md). abidiff calls such a symbol an allowed addition; this catches, for
+# example, a new gs_ function that the version script's GRIDSYNC_1.0 wildcard takes because
+# the new node does not name it. Unversioned symbols (the backend entry point) are not checked.
+new_symbols_in_released_nodes() {
+    python3 - "$1" "$2" <<'PY'
+import sys
+import xml.etree.ElementTree as ET
+
+def symbols(path):
+    root = ET.parse(path).getroot()
+    return {(s.get("name"), s.get("version") or "")
+            for tag in ("elf-function-symbols", "elf-variable-symbols")
+            for section in root.iter(tag) for s in section.iter("elf-symbol")}
+
+base, now = symbols(sys.argv[1]), symbols(sys.argv[2])
+base_names = {n for n, _ in base}
+released = {v for _, v in base if v}
+bad = sorted((n, v) for n, v in now if n not in base_names and v in released)
+for n, v in bad:
+    print(f"   not allowed: new symbol {n}@{v}: node {v} is in the baseline, i.e. released and "
+          f"closed; name {n} in a new node of api/libgridsync.map")
+sys.exit(1 if bad else 0)
+PY
+}
+
 # only_enum_appends REPORT: true when every change in abidiff's leaf report (made with
 # --harmless --no-added-syms) is an enum that gained enumerators and changed no other.
 only_enum_appends() {
@@ -151,6 +180,11 @@ while [ $# -gt 0 ]; do
         echo "FAIL: $name: ABI removed or changed (abidiff exit status $vrc):" >&2
         sed 's/^/   /' "$build/report.txt" >&2
         [ -s "$build/why.txt" ] && cat "$build/why.txt" >&2
+        status=1
+    elif ! new_symbols_in_released_nodes "$base" "$now" >"$build/why.txt"; then
+        echo "FAIL: $name: new symbols in a released version node:" >&2
+        sed 's/^/   /' "$build/report.txt" >&2
+        cat "$build/why.txt" >&2
         status=1
     elif [ "$rc" -ne 0 ]; then
         echo "ok: $name: additions only (allowed; --update records them at the next release):"
