@@ -18,6 +18,7 @@
  *   Policy::kGroup                 threads that work on one medium segment together
  *   Policy::group_reduce<Op>(v, s) their combination, valid in the group's first thread
  *   Policy::block_any(p)           whether p holds in any thread; a barrier
+ *   Policy::block_count(p)         in how many threads p holds; a barrier
  * Everything else - the grid-stride loop, head/tail handling, the fences and the
  * protocol of DESIGN.md - is here.
  */

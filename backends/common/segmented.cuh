@@ -60,55 +60,35 @@ __device__ __forceinline__ uint32_t seg_chunk_of(uint64_t p, uint64_t chunk, uin
 
 /* For both targets, the first j in [0, S] with offset(j) >= target (S + 1 when there is
  * none), searched by the whole block at once: each round samples kBlock evenly spaced
- * offsets, and the thread at the boundary narrows the range, so log_kBlock(S) rounds of
- * one load each instead of log_2(S) dependent loads. Call uniformly. */
+ * offsets and counts those below the target, which for sorted offsets is the position of
+ * the answer among the samples: log_kBlock(S) rounds of one load each instead of log_2(S)
+ * dependent loads. Every thread computes the same ranges from the same counts, so there
+ * is no shared state to race on, even when the offsets are not sorted (then the answer is
+ * some index in [0, S + 1], and the loop still ends: each round shrinks the range). Call
+ * uniformly. */
 template <typename Policy>
 __device__ __forceinline__ void seg_lower_bound2(const int64_t *offsets, uint64_t S, uint64_t n, uint64_t target0,
                                                  uint64_t target1, uint64_t *res0, uint64_t *res1)
 {
-    __shared__ uint64_t range[2][2]; /* [target][lo, hi]: the answer is in [lo, hi] */
-    __shared__ unsigned char below[2][Policy::kBlock];
-    const unsigned int t = threadIdx.x;
-    if (t < 2) {
-        range[t][0] = 0;
-        range[t][1] = S + 1;
-    }
-    __syncthreads();
-    for (;;) {
-        uint64_t lo[2] = {range[0][0], range[1][0]}, hi[2] = {range[0][1], range[1][1]};
-        if (lo[0] >= hi[0] && lo[1] >= hi[1])
-            break;
-        uint64_t step[2], p[2];
-        bool valid[2];
+    const uint64_t target[2] = {target0, target1};
+    uint64_t lo[2] = {0, 0}, hi[2] = {S + 1, S + 1}; /* the answer is in [lo, hi] */
+    while (lo[0] < hi[0] || lo[1] < hi[1]) {
 #pragma unroll
         for (int q = 0; q < 2; q++) {
-            step[q] = (hi[q] - lo[q] + Policy::kBlock - 1) / Policy::kBlock;
-            p[q] = lo[q] + (uint64_t)t * step[q];
-            valid[q] = lo[q] < hi[q] && p[q] < hi[q];
-            below[q][t] = valid[q] && seg_offset(offsets, p[q], n) < (q ? target1 : target0);
-        }
-        __syncthreads();
-#pragma unroll
-        for (int q = 0; q < 2; q++) {
-            if (!valid[q])
-                continue;
-            const bool next_below = t + 1 < Policy::kBlock && below[q][t + 1] &&
-                                    p[q] + step[q] < hi[q];
-            if (below[q][t] && !next_below) {
-                /* the last sample below the target: the answer is after it, and no later
-                 * than the next sample (or hi) */
-                range[q][0] = p[q] + 1;
-                if (p[q] + step[q] < hi[q])
-                    range[q][1] = p[q] + step[q];
-            } else if (t == 0 && !below[q][0]) {
-                range[q][1] = lo[q]; /* the first sample is not below: it is the answer */
+            const uint64_t step = lo[q] < hi[q] ? (hi[q] - lo[q] + Policy::kBlock - 1) / Policy::kBlock : 1;
+            const uint64_t p = lo[q] + (uint64_t)threadIdx.x * step;
+            const bool below = lo[q] < hi[q] && p < hi[q] && seg_offset(offsets, p, n) < target[q];
+            const uint64_t m = Policy::block_count(below);
+            if (lo[q] < hi[q]) {
+                const uint64_t samples = (hi[q] - lo[q] + step - 1) / step;
+                const uint64_t new_lo = m ? lo[q] + (m - 1) * step + 1 : lo[q];
+                hi[q] = m < samples ? lo[q] + m * step : hi[q];
+                lo[q] = new_lo;
             }
         }
-        __syncthreads();
     }
-    *res0 = range[0][0];
-    *res1 = range[1][0];
-    __syncthreads(); /* range may be rewritten by the next call */
+    *res0 = lo[0];
+    *res1 = lo[1];
 }
 
 /* One piece of a segment that spans chunks c0 < c1: thread 0 publishes it in `slot`, the

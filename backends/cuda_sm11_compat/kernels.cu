@@ -43,21 +43,34 @@ struct PolicySm11Compat {
         return block_reduce<Op>(v, s);
     }
 
-    /* Whether p holds in any thread of the block: a shared flag between barriers (the
-     * third lets the next call clear it). */
-    static __device__ __forceinline__ bool block_any(bool p)
+    /* In how many threads of the block p holds: flags in shared memory, summed 16 at a
+     * time by the first threads, then the partial sums by every thread; the last barrier
+     * lets the next call reuse the arrays. */
+    static __device__ __forceinline__ unsigned int block_count(bool p)
     {
-        __shared__ unsigned int any;
-        if (threadIdx.x == 0)
-            any = 0;
+        __shared__ unsigned char flag[kBlock];
+        __shared__ unsigned short part[kBlock / 16];
+        const unsigned int t = threadIdx.x;
+        flag[t] = p;
         __syncthreads();
-        if (p)
-            any = 1;
+        if (t < kBlock / 16) {
+            unsigned int c = 0;
+#pragma unroll
+            for (int k = 0; k < 16; k++)
+                c += flag[t * 16 + k];
+            part[t] = (unsigned short)c;
+        }
         __syncthreads();
-        const bool r = any != 0;
+        unsigned int total = 0;
+#pragma unroll
+        for (int k = 0; k < kBlock / 16; k++)
+            total += part[k];
         __syncthreads();
-        return r;
+        return total;
     }
+
+    /* Whether p holds in any thread of the block. */
+    static __device__ __forceinline__ bool block_any(bool p) { return block_count(p) != 0; }
 
     /* The seed's 1.1 guard: thread 0 writes its ticket's verdict to shared memory, the
      * barrier publishes it to the block. The caller's thread 0 has already fenced. */

@@ -66,8 +66,9 @@ struct PolicySm20 {
         return warp_reduce<Op>(v);
     }
 
-    /* Whether p holds in any thread of the block; a barrier. */
+    /* Whether p holds in any thread of the block, and in how many; each a barrier. */
     static __device__ __forceinline__ bool block_any(bool p) { return __syncthreads_or(p) != 0; }
+    static __device__ __forceinline__ unsigned int block_count(bool p) { return (unsigned int)__syncthreads_count(p); }
 
     /* The seed's 2.0 guard: thread 0 takes the ticket, __syncthreads_or tells every thread
      * whether it was the last one. The caller's thread 0 has already fenced its partial. */
