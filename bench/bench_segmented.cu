@@ -1,0 +1,1198 @@
+/*
+ * gridsync-bench-segmented: gridsync's gs_segmented_reduce (the public API, once per
+ * backend) against CUB's DeviceSegmentedReduce::Sum (the toolkit's CCCL headers), side by
+ * side in one process on the same device buffers of fresh random float32 data, float32
+ * SUM. Issue 7; the method is in bench/README.md ("Segmented reduction").
+ *
+ * Layouts (about 2^26 elements each; --quick: about 2^22):
+ *   uniform   2^16 segments of 2^10
+ *   powerlaw  Pareto lengths (P(len >= k) ~ k^-alpha, alpha 1 by default), 1 .. 2^22,
+ *             seeded, summing to exactly 2^26
+ *   giant     one segment of 2^26 at a random position in the middle half of 10^5
+ *             segments of 1..16
+ *   tiny      2^20 segments of 1..16 (about 8.9M elements)
+ * Per layout, before any timing, two checked passes: every implementation's output is
+ * poisoned (0xff: NaN), computed once, and compared per segment with a host float64
+ * reference: exactly on data in {-1, 0, 1} (every partial sum exact in float), and on
+ * fresh float data within |x - ref| <= len * FLT_EPSILON * sum|x|, gridsync's also with
+ * CUB's (within twice that); a mismatch is reported and makes the exit status 2 (the
+ * mismatching implementation is not timed). Then time per call on the float data:
+ * CUDA events around --calls back-to-back calls, median (and min, max) of --runs runs
+ * after a warm-up run, the implementations taking turns run by run. Throughput GB/s =
+ * (input + offsets + output bytes) / time. After timing, gridsync's output must still be
+ * bit-identical to the checked one (its run-to-run determinism promise).
+ *
+ * CSV (one row per layout x implementation; written and flushed row by row):
+ *   layout, impl, backend, n, num_segments, median_us, min_us, max_us, gbps, ratio_vs_cub,
+ *   runs, calls_per_run, bytes, check, gpu, note
+ * ratio_vs_cub = CUB's time / this time = this throughput / CUB's (> 1: faster than CUB).
+ *
+ * Exit status: 0 every check passed; 2 a result mismatched or a call failed; 3 watchdog,
+ * hung kernel or unusable CUDA context; 1 setup failure; 77 no CUDA device.
+ */
+#include <cuda_runtime.h>
+
+#include <cub/device/device_segmented_reduce.cuh>
+
+#include <algorithm>
+#include <cerrno>
+#include <cfloat>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <condition_variable>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gridsync.h"
+
+#ifndef GS_BENCH_BACKEND_DIR
+#  define GS_BENCH_BACKEND_DIR ""
+#endif
+
+/* ---- small utilities ------------------------------------------------------------------ */
+
+static std::string strf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static std::string strf(const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return buf;
+}
+
+struct BenchError : std::runtime_error {
+    explicit BenchError(const std::string &s) : std::runtime_error(s) {}
+};
+/* GPU work that does not finish: the context cannot be used (or even torn down) any more. */
+struct HangError : BenchError {
+    explicit HangError(const std::string &s) : BenchError(s) {}
+};
+
+#define CK(call)                                                                                          \
+    do {                                                                                                  \
+        cudaError_t e_ = (call);                                                                          \
+        if (e_ != cudaSuccess)                                                                            \
+            throw BenchError(strf("%s:%d: %s: %s (%s)", __FILE__, __LINE__, #call, cudaGetErrorName(e_), \
+                                  cudaGetErrorString(e_)));                                               \
+    } while (0)
+
+typedef std::chrono::steady_clock Clock;
+static const Clock::time_point g_t0 = Clock::now();
+static double elapsed_s() { return std::chrono::duration<double>(Clock::now() - g_t0).count(); }
+
+static double median(std::vector<double> v)
+{
+    if (v.empty())
+        return NAN;
+    std::sort(v.begin(), v.end());
+    size_t m = v.size() / 2;
+    return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+static std::string csv_safe(std::string s)
+{
+    for (char &c : s)
+        if (c == ',' || c == '"' || c == '\n' || c == '\r')
+            c = c == ',' ? ';' : ' ';
+    if (s.size() > 300)
+        s = s.substr(0, 300) + "...";
+    return s;
+}
+
+static std::string count_name(uint64_t n)
+{
+    if (n && !(n & (n - 1)))
+        return strf("2^%d", 63 - __builtin_clzll(n));
+    if (n >= 10000000)
+        return strf("%.1fM", n / 1e6);
+    if (n >= 100000)
+        return strf("%.0fk", n / 1e3);
+    return strf("%" PRIu64, n);
+}
+
+static std::string bytes_name(double b)
+{
+    if (b >= 1073741824.0)
+        return strf("%.2f GiB", b / 1073741824.0);
+    if (b >= 1048576.0)
+        return strf("%.1f MiB", b / 1048576.0);
+    if (b >= 1024.0)
+        return strf("%.1f KiB", b / 1024.0);
+    return strf("%.0f B", b);
+}
+
+/* Host random numbers: splitmix64. */
+struct Rng {
+    uint64_t s;
+    explicit Rng(uint64_t seed) : s(seed) {}
+    uint64_t next()
+    {
+        uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+    }
+    uint64_t below(uint64_t m) { return next() % m; } /* bias negligible for small m */
+    double unit_open0() { return (double)((next() >> 11) + 1) * 0x1p-53; } /* (0, 1] */
+};
+
+/* ---- device code ----------------------------------------------------------------------- */
+
+__host__ __device__ __forceinline__ uint64_t splitmix(uint64_t z)
+{
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Fresh random data. integers 0: uniform in [-1, 1) (multiples of 2^-23, exact in float);
+ * 1: -1, 0 or 1 (every partial sum exact in float while it stays below 2^24). */
+__host__ __device__ __forceinline__ float rand_value(uint64_t i, uint64_t seed, int integers)
+{
+    const uint64_t h = splitmix(seed ^ splitmix(i));
+    return integers ? (float)((int)((h >> 32) % 3u) - 1) : (float)(h >> 40) * 0x1p-23f - 1.0f;
+}
+
+__global__ void fill_kernel(float *p, uint64_t n, uint64_t seed, int integers)
+{
+    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+        p[i] = rand_value(i, seed, integers);
+}
+
+/* ---- layouts --------------------------------------------------------------------------- */
+
+enum LayoutId { L_UNIFORM, L_POWERLAW, L_GIANT, L_TINY, L_COUNT };
+static const char *layout_name[L_COUNT] = {"uniform", "powerlaw", "giant", "tiny"};
+/* Issue 7's targets: gridsync throughput / CUB throughput at least this. */
+static const double layout_target[L_COUNT] = {1.0, 2.0, 2.0, 1.0};
+
+struct Layout {
+    int id;
+    std::string name, desc;
+    std::vector<int64_t> offsets; /* num_segments + 1, from 0 to n */
+    uint64_t n = 0;
+    uint64_t nseg() const { return offsets.size() - 1; }
+};
+
+struct Options {
+    std::vector<int> layouts{L_UNIFORM, L_POWERLAW, L_GIANT, L_TINY};
+    std::vector<std::string> backends{"cuda_sm20", "cuda_sm11_compat"};
+    int runs = 11;  /* timed runs; the median is reported (never fewer than 9) */
+    int calls = 20; /* back-to-back calls per timed run */
+    double alpha = 1.0;
+    double max_seconds = 150.0; /* the watchdog */
+    uint64_t seed = 0;          /* data; default from the clock */
+    uint64_t layout_seed = 1;   /* segment lengths: fixed, so runs compare */
+    int device = 0;
+    bool quick = false;
+    bool selftest = false;
+    std::string csv = "segmented.csv";
+    std::string summary;
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: gridsync-bench-segmented [options]\n"
+            "  --csv PATH          CSV output (default segmented.csv), written row by row\n"
+            "  --summary PATH      also write the summary (ratios against issue 7's targets) there\n"
+            "  --quick             layouts of about 2^22 elements instead of 2^26; 9 runs of 10 calls\n"
+            "  --layouts LIST      of uniform,powerlaw,giant,tiny (default all)\n"
+            "  --backends LIST     gridsync backends (default cuda_sm20,cuda_sm11_compat)\n"
+            "  --runs N            timed runs per measurement (default 11, at least 9 used)\n"
+            "  --calls K           back-to-back calls per timed run (default 20)\n"
+            "  --alpha X           power-law exponent: P(len >= k) ~ k^-X (default 1)\n"
+            "  --seed N            data seed (default: from the clock; printed)\n"
+            "  --layout-seed N     segment-length seed (default 1)\n"
+            "  --device N          CUDA device ordinal (default 0)\n"
+            "  --max-seconds X     watchdog: exit 3 after this (default 150)\n"
+            "  --selftest-summary  no GPU: made-up timings through the CSV and summary code\n");
+}
+
+template <typename F> static void split_list(const std::string &s, F f)
+{
+    size_t a = 0;
+    while (a <= s.size()) {
+        size_t b = s.find(',', a);
+        if (b == std::string::npos)
+            b = s.size();
+        if (b > a)
+            f(s.substr(a, b - a));
+        a = b + 1;
+    }
+}
+
+static Options parse(int argc, char **argv)
+{
+    Options o;
+    bool runs_given = false, calls_given = false;
+    for (int i = 1; i < argc; i++) {
+        std::string a = argv[i];
+        auto val = [&]() -> std::string {
+            if (i + 1 >= argc)
+                throw BenchError(a + " needs a value");
+            return argv[++i];
+        };
+        if (a == "--csv")
+            o.csv = val();
+        else if (a == "--summary")
+            o.summary = val();
+        else if (a == "--quick")
+            o.quick = true;
+        else if (a == "--layouts") {
+            o.layouts.clear();
+            split_list(val(), [&](const std::string &t) {
+                int k = 0;
+                while (k < L_COUNT && t != layout_name[k])
+                    k++;
+                if (k == L_COUNT)
+                    throw BenchError("unknown layout '" + t + "' (uniform, powerlaw, giant, tiny)");
+                o.layouts.push_back(k);
+            });
+        } else if (a == "--backends") {
+            o.backends.clear();
+            split_list(val(), [&](const std::string &t) { o.backends.push_back(t); });
+        } else if (a == "--runs") {
+            o.runs = std::stoi(val());
+            runs_given = true;
+        } else if (a == "--calls") {
+            o.calls = std::stoi(val());
+            calls_given = true;
+        } else if (a == "--alpha")
+            o.alpha = std::stod(val());
+        else if (a == "--seed")
+            o.seed = std::stoull(val());
+        else if (a == "--layout-seed")
+            o.layout_seed = std::stoull(val());
+        else if (a == "--device")
+            o.device = std::stoi(val());
+        else if (a == "--max-seconds")
+            o.max_seconds = std::stod(val());
+        else if (a == "--selftest-summary")
+            o.selftest = true;
+        else if (a == "-h" || a == "--help") {
+            usage(stdout);
+            exit(0);
+        } else {
+            usage(stderr);
+            throw BenchError("unknown option " + a);
+        }
+    }
+    if (o.quick) {
+        if (!runs_given)
+            o.runs = 9;
+        if (!calls_given)
+            o.calls = 10;
+    }
+    if (o.runs < 9)
+        o.runs = 9; /* issue 7: the median of at least 9 runs */
+    if (o.calls < 1)
+        o.calls = 1;
+    if (!(o.alpha > 0))
+        throw BenchError("--alpha must be positive");
+    if (o.layouts.empty())
+        throw BenchError("no layouts");
+    return o;
+}
+
+static void add_segment(Layout &L, uint64_t len)
+{
+    L.n += len;
+    L.offsets.push_back((int64_t)L.n);
+}
+
+static Layout make_layout(int id, bool quick, double alpha, uint64_t seed)
+{
+    Layout L;
+    L.id = id;
+    L.name = layout_name[id];
+    L.offsets.push_back(0);
+    Rng rng(seed ^ (0x51ed2701ull * (uint64_t)(id + 1)));
+    const int lg = quick ? 22 : 26; /* total elements (about) */
+    switch (id) {
+    case L_UNIFORM: {
+        const uint64_t nseg = 1ull << (lg - 10);
+        L.offsets.reserve(nseg + 1);
+        for (uint64_t j = 0; j < nseg; j++)
+            add_segment(L, 1024);
+        L.desc = strf("%s segments of 2^10", count_name(nseg).c_str());
+        break;
+    }
+    case L_POWERLAW: {
+        /* Pareto: len = floor(U^(-1/alpha)), U in (0, 1], so P(len >= k) = k^-alpha;
+         * capped at lmax; the last segment is cut so the total is exactly 2^lg. */
+        const uint64_t total = 1ull << lg, lmax = 1ull << (lg - 4);
+        while (L.n < total) {
+            double x = std::floor(std::pow(rng.unit_open0(), -1.0 / alpha));
+            uint64_t len = !(x < (double)lmax) ? lmax : std::max<uint64_t>(1, (uint64_t)x);
+            len = std::min(len, total - L.n);
+            add_segment(L, len);
+        }
+        L.desc = strf("Pareto lengths, alpha %.2f, 1..2^%d, seed %" PRIu64, alpha, lg - 4, seed);
+        break;
+    }
+    case L_GIANT: {
+        const uint64_t ntiny = quick ? 10000 : 100000;
+        const uint64_t at = ntiny / 4 + rng.below(ntiny / 2 + 1);
+        for (uint64_t j = 0; j <= ntiny; j++)
+            add_segment(L, j == at ? (1ull << lg) : 1 + rng.below(16));
+        L.desc = strf("one segment of 2^%d (segment %" PRIu64 ") among %" PRIu64 " of 1..16", lg, at, ntiny);
+        break;
+    }
+    case L_TINY: {
+        const uint64_t nseg = 1ull << (lg - 6);
+        L.offsets.reserve(nseg + 1);
+        for (uint64_t j = 0; j < nseg; j++)
+            add_segment(L, 1 + rng.below(16));
+        L.desc = strf("%s segments of 1..16", count_name(nseg).c_str());
+        break;
+    }
+    }
+    /* Statistics of the lengths, for the log. */
+    std::vector<uint64_t> lens(L.nseg());
+    uint64_t big = 0;
+    for (uint64_t j = 0; j < L.nseg(); j++) {
+        lens[j] = (uint64_t)(L.offsets[j + 1] - L.offsets[j]);
+        if (lens[j] >= 65536)
+            big += lens[j];
+    }
+    std::sort(lens.begin(), lens.end());
+    L.desc += strf("; lengths min %" PRIu64 " median %" PRIu64 " max %" PRIu64 "; %.1f%% of elements in segments >= 2^16",
+                   lens.front(), lens[lens.size() / 2], lens.back(), 100.0 * big / (double)L.n);
+    return L;
+}
+
+/* ---- the watchdog ---------------------------------------------------------------------- */
+
+static std::mutex g_wd_mu;
+static std::condition_variable g_wd_cv;
+static bool g_wd_done;
+static FILE *g_csv;
+
+static void watchdog(double seconds)
+{
+    std::unique_lock<std::mutex> lk(g_wd_mu);
+    if (g_wd_cv.wait_for(lk, std::chrono::duration<double>(seconds), [] { return g_wd_done; }))
+        return;
+    fprintf(stderr, "\n!!! WATCHDOG: still running after %.0f s; exiting (status 3). The CSV holds the rows written so far.\n",
+            seconds);
+    fflush(stdout);
+    fflush(stderr);
+    if (g_csv)
+        fflush(g_csv);
+    _exit(3);
+}
+
+/* ---- the benchmark --------------------------------------------------------------------- */
+
+struct Impl {
+    std::string backend; /* gridsync backend name, or "-" for CUB */
+    bool cub;
+    gs_context *ctx;
+    float *out = nullptr; /* its own output buffer, max num_segments floats */
+    const char *impl() const { return cub ? "cub" : "gridsync"; }
+    std::string label() const { return cub ? std::string("cub") : backend; }
+    std::string short_label() const
+    {
+        if (cub)
+            return "CUB";
+        if (backend == "cuda_sm20")
+            return "gridsync-sm20";
+        if (backend == "cuda_sm11_compat")
+            return "gridsync-sm11";
+        return "gridsync-" + backend;
+    }
+};
+
+struct Outcome {
+    bool active = false; /* launched fine and checked ok: it gets timed */
+    std::string check;   /* ok | MISMATCH... | error:... | unsupported */
+    bool reported = false;
+    double med = NAN, lo = NAN, hi = NAN;
+};
+
+struct Result { /* for the summary and the final table */
+    int layout;
+    std::string label, impl, backend, check;
+    uint64_t n, nseg;
+    double med, lo, hi, gbps, ratio;
+};
+
+struct Bench {
+    Options o;
+    std::string gpu;
+    cudaDeviceProp prop{};
+    cudaStream_t stream = nullptr;
+    cudaEvent_t ev0 = nullptr, ev1 = nullptr;
+    std::vector<Impl> impls;
+    float *d_in = nullptr;
+    int64_t *d_off = nullptr;
+    void *temp = nullptr;
+    size_t temp_cap = 0;
+    float *host = nullptr;
+    bool host_pinned = false;
+    size_t device_bytes = 0;
+    uint64_t seed = 0;
+    int mismatches = 0, errors = 0;
+    bool aborted = false;
+    std::vector<Result> results;
+    std::vector<std::string> bad;
+
+    static double bytes_moved(uint64_t n, uint64_t nseg) { return 4.0 * n + 8.0 * (nseg + 1) + 4.0 * nseg; }
+
+    void row(const Layout &L, const Impl &im, int runs, int calls, double med, double lo, double hi, double ratio,
+             const std::string &check, const std::string &note)
+    {
+        auto num = [](double v, const char *fmt) { return std::isfinite(v) ? strf(fmt, v) : std::string(); };
+        const double bytes = bytes_moved(L.n, L.nseg());
+        const double gbps = std::isfinite(med) ? bytes / (med * 1e-6) / 1e9 : NAN;
+        fprintf(g_csv, "%s,%s,%s,%" PRIu64 ",%" PRIu64 ",%s,%s,%s,%s,%s,%d,%d,%.0f,%s,%s,%s\n", L.name.c_str(),
+                im.impl(), csv_safe(im.backend).c_str(), L.n, L.nseg(), num(med, "%.3f").c_str(),
+                num(lo, "%.3f").c_str(), num(hi, "%.3f").c_str(), num(gbps, "%.2f").c_str(), num(ratio, "%.4f").c_str(),
+                runs, calls, bytes, csv_safe(check).c_str(), csv_safe(gpu).c_str(), csv_safe(note).c_str());
+        fflush(g_csv);
+        results.push_back(Result{L.id, im.label(), im.impl(), im.backend, check, L.n, L.nseg(), med, lo, hi, gbps, ratio});
+    }
+
+    void setup()
+    {
+        int count = 0;
+        cudaError_t e = cudaGetDeviceCount(&count);
+        if (e != cudaSuccess || count == 0) {
+            printf("gridsync-bench-segmented: no CUDA device (%s): nothing to measure (exit 77)\n",
+                   e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+            fflush(stdout);
+            _exit(77); /* no teardown: the watchdog thread is still waiting */
+        }
+        if (o.device < 0 || o.device >= count)
+            throw BenchError(strf("--device %d: there are %d devices", o.device, count));
+        CK(cudaSetDevice(o.device));
+        CK(cudaFree(0)); /* creates the runtime's (primary) context, which gridsync shares */
+        CK(cudaGetDeviceProperties(&prop, o.device));
+        gpu = prop.name;
+        int drv = 0, rt = 0, l2 = 0;
+        CK(cudaDriverGetVersion(&drv));
+        CK(cudaRuntimeGetVersion(&rt));
+        CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, o.device));
+        size_t free_b = 0, total_b = 0;
+        CK(cudaMemGetInfo(&free_b, &total_b));
+        printf("device %d: %s, compute capability %d.%d, %d SMs, L2 %s, memory %s (%s free)\n", o.device, prop.name,
+               prop.major, prop.minor, prop.multiProcessorCount, bytes_name(l2).c_str(), bytes_name((double)total_b).c_str(),
+               bytes_name((double)free_b).c_str());
+        printf("CUDA driver %d, runtime %d, CUB %d.%d.%d; gridsync %s\n", drv, rt, CUB_VERSION / 100000,
+               CUB_VERSION / 100 % 1000, CUB_VERSION % 100, gs_version_string());
+        CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+        CK(cudaEventCreate(&ev0));
+        CK(cudaEventCreate(&ev1));
+
+        /* gridsync: one context per backend; the backend is chosen at creation. */
+        const char *bp = getenv("GRIDSYNC_BACKEND_PATH");
+        if ((!bp || !*bp) && GS_BENCH_BACKEND_DIR[0]) {
+            setenv("GRIDSYNC_BACKEND_PATH", GS_BENCH_BACKEND_DIR, 1);
+            bp = GS_BENCH_BACKEND_DIR;
+        }
+        printf("GRIDSYNC_BACKEND_PATH=%s\n", bp ? bp : "(unset)");
+        const char *saved = getenv("GRIDSYNC_BACKEND");
+        std::string saved_backend = saved ? saved : "";
+        for (const std::string &b : o.backends) {
+            setenv("GRIDSYNC_BACKEND", b.c_str(), 1);
+            gs_context *ctx = nullptr;
+            gs_status st = gs_context_create(o.device, &ctx);
+            if (st != GS_SUCCESS) {
+                std::string m = strf("backend %s: gs_context_create failed: %s: %s", b.c_str(), gs_status_string(st),
+                                     gs_last_error_message());
+                fprintf(stderr, "!!! %s (skipped)\n", m.c_str());
+                bad.push_back("ERROR " + m);
+                errors++;
+                continue;
+            }
+            gs_context_info info;
+            memset(&info, 0, sizeof info);
+            info.struct_size = sizeof info;
+            st = gs_context_get_info(ctx, &info);
+            if (st != GS_SUCCESS || !info.backend_name || b != info.backend_name) {
+                std::string m = st != GS_SUCCESS
+                                    ? strf("backend %s: gs_context_get_info failed: %s: %s", b.c_str(),
+                                           gs_status_string(st), gs_last_error_message())
+                                    : strf("backend %s: the context runs %s instead", b.c_str(),
+                                           info.backend_name ? info.backend_name : "?");
+                fprintf(stderr, "!!! %s (skipped)\n", m.c_str());
+                bad.push_back("ERROR " + m);
+                errors++;
+                if ((st = gs_context_destroy(ctx)) != GS_SUCCESS)
+                    fprintf(stderr, "gs_context_destroy(%s): %s: %s\n", b.c_str(), gs_status_string(st),
+                            gs_last_error_message());
+                continue;
+            }
+            printf("gridsync backend %s: %s (device %s, cc %d.%d)\n", info.backend_name,
+                   info.backend_path ? info.backend_path : "?", info.device_name ? info.device_name : "?", info.cc_major,
+                   info.cc_minor);
+            Impl im{b, false, ctx};
+            impls.push_back(im);
+        }
+        if (saved)
+            setenv("GRIDSYNC_BACKEND", saved_backend.c_str(), 1);
+        else
+            unsetenv("GRIDSYNC_BACKEND");
+        impls.push_back(Impl{"-", true, nullptr});
+        if (impls.size() == 1)
+            fprintf(stderr, "!!! no gridsync backend could be set up: measuring CUB only\n");
+    }
+
+    template <typename T> T *dev_alloc(size_t count, const char *what)
+    {
+        void *p = nullptr;
+        const size_t b = std::max<size_t>(count, 1) * sizeof(T);
+        cudaError_t e = cudaMalloc(&p, b);
+        if (e != cudaSuccess)
+            throw BenchError(strf("cudaMalloc(%s for %s): %s", bytes_name((double)b).c_str(), what, cudaGetErrorName(e)));
+        device_bytes += b;
+        return (T *)p;
+    }
+
+    /* One allocation of each buffer, sized for the largest layout. */
+    void allocate(const std::vector<Layout> &layouts)
+    {
+        uint64_t max_n = 0, max_seg = 0;
+        for (const Layout &L : layouts) {
+            max_n = std::max(max_n, L.n);
+            max_seg = std::max(max_seg, L.nseg());
+        }
+        const double need = 4.0 * max_n + 8.0 * (max_seg + 1) + 4.0 * max_seg * impls.size();
+        size_t free_b = 0, total_b = 0;
+        CK(cudaMemGetInfo(&free_b, &total_b));
+        printf("device memory: %s for the data (input %s, offsets %s, %zu outputs of %s), %s free\n",
+               bytes_name(need).c_str(), bytes_name(4.0 * max_n).c_str(), bytes_name(8.0 * (max_seg + 1)).c_str(),
+               impls.size(), bytes_name(4.0 * max_seg).c_str(), bytes_name((double)free_b).c_str());
+        if (need + (256u << 20) > (double)free_b)
+            throw BenchError(strf("not enough free device memory: %s needed", bytes_name(need).c_str()));
+        d_in = dev_alloc<float>(max_n, "the input");
+        d_off = dev_alloc<int64_t>(max_seg + 1, "the offsets");
+        for (Impl &im : impls)
+            im.out = dev_alloc<float>(max_seg, "an output");
+        const size_t hb = (size_t)max_n * sizeof(float);
+        if (cudaMallocHost((void **)&host, hb) == cudaSuccess) {
+            host_pinned = true;
+        } else {
+            (void)cudaGetLastError();
+            host = (float *)malloc(hb);
+            if (!host)
+                throw BenchError("out of host memory for the reference copy (" + bytes_name((double)hb) + ")");
+        }
+    }
+
+    void ensure_temp(size_t bytes)
+    {
+        if (bytes <= temp_cap && temp)
+            return;
+        if (temp) {
+            CK(cudaFree(temp)); /* synchronises */
+            device_bytes -= temp_cap;
+        }
+        temp = nullptr;
+        temp_cap = 0;
+        const size_t cap = std::max<size_t>(bytes, 1 << 20);
+        CK(cudaMalloc(&temp, cap));
+        temp_cap = cap;
+        device_bytes += cap;
+    }
+
+    /* Waits for ev (polling), giving up after `seconds`: a hung kernel must not hang us. */
+    void wait_event(cudaEvent_t ev, const char *what, double seconds = 30.0)
+    {
+        const auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
+        for (;;) {
+            cudaError_t e = cudaEventQuery(ev);
+            if (e == cudaSuccess)
+                return;
+            if (e != cudaErrorNotReady)
+                throw BenchError(strf("waiting for %s: %s (%s)", what, cudaGetErrorName(e), cudaGetErrorString(e)));
+            if (Clock::now() > deadline)
+                throw HangError(strf("waiting for %s: not finished after %.0f s (a hung kernel?)", what, seconds));
+            std::this_thread::yield();
+        }
+    }
+
+    void sync_stream(const char *what, double seconds = 30.0)
+    {
+        CK(cudaEventRecord(ev1, stream));
+        wait_event(ev1, what, seconds);
+    }
+
+    /* One call. GS_SUCCESS, or the status (CUB failures as GS_ERROR_CUDA) with *err. */
+    gs_status launch(const Impl &im, const Layout &L, size_t temp_bytes, uint32_t flags, std::string *err)
+    {
+        if (im.cub) {
+            size_t tb = temp_bytes;
+            cudaError_t e = cub::DeviceSegmentedReduce::Sum(temp, tb, (const float *)d_in, im.out,
+                                                            (int64_t)L.nseg(), (const int64_t *)d_off,
+                                                            (const int64_t *)d_off + 1, stream);
+            if (e == cudaSuccess)
+                e = cudaGetLastError();
+            if (e != cudaSuccess) {
+                if (err)
+                    *err = strf("cub::DeviceSegmentedReduce::Sum: %s (%s)", cudaGetErrorName(e), cudaGetErrorString(e));
+                return GS_ERROR_CUDA;
+            }
+            return GS_SUCCESS;
+        }
+        gs_status st = gs_segmented_reduce(im.ctx, d_in, L.n, GS_FLOAT32, GS_OP_SUM, d_off, L.nseg(), im.out, stream, flags);
+        if (st != GS_SUCCESS && err)
+            *err = strf("gs_segmented_reduce: %s: %s", gs_status_string(st), gs_last_error_message());
+        return st;
+    }
+
+    void launch_or_throw(const Impl &im, const Layout &L, size_t temp_bytes)
+    {
+        std::string err;
+        if (launch(im, L, temp_bytes, 0, &err) != GS_SUCCESS)
+            throw BenchError(im.label() + ": " + err);
+    }
+
+    /* Microseconds per call over k back-to-back calls, from events. */
+    double timed_run(const Impl &im, const Layout &L, size_t temp_bytes, int k)
+    {
+        CK(cudaEventRecord(ev0, stream));
+        for (int i = 0; i < k; i++)
+            launch_or_throw(im, L, temp_bytes);
+        CK(cudaEventRecord(ev1, stream));
+        wait_event(ev1, "a timed run");
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, ev0, ev1));
+        return ms * 1e3 / k;
+    }
+
+    /* Host float64 reference per segment: sum and sum of |x|, threads over segment ranges. */
+    void reference(const Layout &L, std::vector<double> &sum, std::vector<double> &sumabs)
+    {
+        const uint64_t S = L.nseg();
+        sum.assign(S, 0.0);
+        sumabs.assign(S, 0.0);
+        unsigned nt = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+        if (L.n < (1u << 20))
+            nt = 1;
+        /* thread t: the segments beginning in elements [n t / nt, n (t+1) / nt) */
+        std::vector<uint64_t> first(nt + 1);
+        for (unsigned t = 0; t <= nt; t++) {
+            const int64_t pos = (int64_t)(L.n * t / nt);
+            first[t] = t == nt ? S : (uint64_t)(std::lower_bound(L.offsets.begin(), L.offsets.end() - 1, pos) - L.offsets.begin());
+        }
+        auto work = [&](unsigned t) {
+            for (uint64_t j = first[t]; j < first[t + 1]; j++) {
+                double s = 0, a = 0;
+                for (int64_t i = L.offsets[j]; i < L.offsets[j + 1]; i++) {
+                    s += host[i];
+                    a += std::fabs((double)host[i]);
+                }
+                sum[j] = s;
+                sumabs[j] = a;
+            }
+        };
+        std::vector<std::thread> th;
+        for (unsigned t = 1; t < nt; t++)
+            th.emplace_back(work, t);
+        work(0);
+        for (auto &x : th)
+            x.join();
+    }
+
+    /* Compares got[] with the reference and, where `other` is given, with it (within twice
+     * the tolerance). "ok" or "MISMATCH ..." naming the first bad segment and the count. */
+    static std::string compare(const Layout &L, const std::vector<float> &got, const std::vector<double> &sum,
+                               const std::vector<double> &sumabs, const std::vector<float> *other, const char *other_name,
+                               bool exact, const char *pass)
+    {
+        uint64_t bad_ref = 0, bad_other = 0;
+        std::string first;
+        for (uint64_t j = 0; j < L.nseg(); j++) {
+            const uint64_t len = (uint64_t)(L.offsets[j + 1] - L.offsets[j]);
+            /* exact: integer data of random signs, whose partial sums stay far below 2^24
+             * and so are exact in float */
+            const double tol = exact && std::fabs(sum[j]) < 16777216.0 ? 0.0 : (double)len * FLT_EPSILON * sumabs[j];
+            const double v = got[j];
+            if (!(std::fabs(v - sum[j]) <= tol)) {
+                if (!bad_ref && !bad_other)
+                    first = strf("segment %" PRIu64 " (len %" PRIu64 "): %.9g expected %.17g (|diff| %.3g > tol %.3g)", j,
+                                 len, v, sum[j], std::fabs(v - sum[j]), tol);
+                bad_ref++;
+            }
+            if (other) {
+                const double w = (*other)[j];
+                if (!(std::fabs(v - w) <= 2 * tol)) {
+                    if (!bad_ref && !bad_other)
+                        first = strf("segment %" PRIu64 " (len %" PRIu64 "): %.9g, %s %.9g (|diff| %.3g > 2 tol %.3g)", j,
+                                     len, v, other_name, w, std::fabs(v - w), 2 * tol);
+                    bad_other++;
+                }
+            }
+        }
+        if (!bad_ref && !bad_other)
+            return "ok";
+        return strf("MISMATCH (%s) %" PRIu64 " segments off the reference, %" PRIu64 " off %s; first: %s", pass, bad_ref,
+                    bad_other, other ? other_name : "-", first.c_str());
+    }
+
+    void run_layout(const Layout &L, int li, int ln)
+    {
+        printf("\n[%d/%d %6.1fs] layout %s: n %" PRIu64 " (%s), %" PRIu64 " segments; %s\n", li, ln, elapsed_s(),
+               L.name.c_str(), L.n, count_name(L.n).c_str(), L.nseg(), L.desc.c_str());
+        const uint64_t S = L.nseg();
+        const size_t ni = impls.size(), ci_cub = ni - 1;
+
+        CK(cudaMemcpyAsync(d_off, L.offsets.data(), (S + 1) * sizeof(int64_t), cudaMemcpyHostToDevice, stream));
+        size_t temp_bytes = 0;
+        {
+            cudaError_t e = cub::DeviceSegmentedReduce::Sum(nullptr, temp_bytes, (const float *)d_in, impls[ci_cub].out,
+                                                            (int64_t)S, (const int64_t *)d_off,
+                                                            (const int64_t *)d_off + 1, stream);
+            if (e != cudaSuccess)
+                throw BenchError(strf("CUB temp storage query: %s", cudaGetErrorName(e)));
+            ensure_temp(temp_bytes); /* outside any timed region */
+        }
+
+        /* 1. correctness, two passes, each on fresh data with poisoned outputs:
+         *   exact  integers in {-1, 0, 1}: every partial sum is an integer far below 2^24,
+         *          so every result must equal the exact sum (catches a lost or doubled
+         *          element, which the tolerance of a 2^26-element segment would not);
+         *   float  uniform in [-1, 1): within len * FLT_EPSILON * sum|x| of the float64
+         *          reference, gridsync within twice that of CUB. This is the data timed.
+         * gridsync's first call validates the offsets (GS_SEGMENTED_CHECK_OFFSETS). */
+        std::vector<Outcome> out(ni);
+        for (size_t i = 0; i < ni; i++) {
+            out[i].active = true;
+            out[i].check = "ok";
+        }
+        std::vector<std::vector<float>> res(ni, std::vector<float>(S));
+        const uint64_t s = seed ^ (0x100000001b3ull * (uint64_t)(L.id + 1));
+        for (int pass = 0; pass < 2; pass++) {
+            const bool exact = pass == 0;
+            const uint64_t ps = exact ? ~s : s;
+            const unsigned blocks = (unsigned)std::min<uint64_t>((L.n + 255) / 256, (uint64_t)prop.multiProcessorCount * 32);
+            fill_kernel<<<std::max(1u, blocks), 256, 0, stream>>>(d_in, L.n, ps, exact ? 1 : 0);
+            CK(cudaGetLastError());
+            CK(cudaMemcpyAsync(host, d_in, L.n * sizeof(float), cudaMemcpyDeviceToHost, stream));
+            sync_stream("the random fill and its copy to the host");
+            std::vector<double> sum, sumabs;
+            reference(L, sum, sumabs);
+            for (size_t i = 0; i < ni; i++) {
+                if (!out[i].active)
+                    continue;
+                std::string err;
+                gs_status st = GS_SUCCESS;
+                if (!impls[i].cub && pass == 0) {
+                    st = launch(impls[i], L, temp_bytes, GS_SEGMENTED_CHECK_OFFSETS, &err);
+                    if (st == GS_SUCCESS)
+                        sync_stream("the offsets-checking call");
+                }
+                CK(cudaMemsetAsync(impls[i].out, 0xff, S * sizeof(float), stream)); /* poison: NaN */
+                if (st == GS_SUCCESS)
+                    st = launch(impls[i], L, temp_bytes, 0, &err);
+                if (st != GS_SUCCESS) {
+                    out[i].active = false;
+                    out[i].check = strf("error:%s%s", st == GS_ERROR_UNSUPPORTED ? "unsupported: " : "", err.c_str());
+                }
+            }
+            sync_stream("the checked calls");
+            for (size_t i = 0; i < ni; i++)
+                if (out[i].active)
+                    CK(cudaMemcpy(res[i].data(), impls[i].out, S * sizeof(float), cudaMemcpyDeviceToHost));
+            const bool cub_ok = out[ci_cub].active;
+            const char *pname = exact ? "exact pass" : "float pass";
+            if (cub_ok)
+                out[ci_cub].check = compare(L, res[ci_cub], sum, sumabs, nullptr, "", exact, pname);
+            for (size_t i = 0; i < ci_cub; i++)
+                if (out[i].active)
+                    out[i].check = compare(L, res[i], sum, sumabs, cub_ok ? &res[ci_cub] : nullptr, "cub", exact, pname);
+            for (size_t i = 0; i < ni; i++) {
+                const std::string &c = out[i].check;
+                if (out[i].reported || c == "ok")
+                    continue;
+                out[i].active = false; /* a wrong or failed implementation is not timed */
+                out[i].reported = true;
+                if (c.compare(0, 8, "MISMATCH") == 0)
+                    mismatches++;
+                else
+                    errors++;
+                std::string line = strf("%s %s: %s", impls[i].label().c_str(), L.name.c_str(), c.c_str());
+                fprintf(stderr, "!!! %s\n", line.c_str());
+                bad.push_back(line);
+            }
+        }
+        printf("  checks (exact and float passes): ");
+        for (size_t i = 0; i < ni; i++)
+            printf("%s %s%s", impls[i].short_label().c_str(), out[i].check.substr(0, 8).c_str(), i + 1 < ni ? ", " : "\n");
+
+        /* 2. warm-up: one run each, then the timed runs, the implementations taking turns
+         * (starting with a different one each run). A call that fails here takes its
+         * implementation out of this layout; a hang ends everything. */
+        std::vector<std::vector<double>> ts(ni);
+        auto run_or_drop = [&](size_t i, bool keep) {
+            try {
+                double t = timed_run(impls[i], L, temp_bytes, o.calls);
+                if (keep)
+                    ts[i].push_back(t);
+            } catch (const HangError &) {
+                throw;
+            } catch (const std::exception &e) {
+                out[i].active = false;
+                out[i].check = std::string("error:timing: ") + e.what();
+                errors++;
+                std::string line = strf("%s %s: %s", impls[i].label().c_str(), L.name.c_str(), out[i].check.c_str());
+                fprintf(stderr, "!!! %s\n", line.c_str());
+                bad.push_back(line);
+                (void)cudaGetLastError();
+                sync_stream("the stream after a failed call");
+            }
+        };
+        for (size_t i = 0; i < ni; i++)
+            if (out[i].active)
+                run_or_drop(i, false);
+        for (int r = 0; r < o.runs; r++)
+            for (size_t j = 0; j < ni; j++) {
+                const size_t i = (j + r) % ni;
+                if (out[i].active)
+                    run_or_drop(i, true);
+            }
+        for (size_t i = 0; i < ni; i++)
+            if (out[i].active && !ts[i].empty()) {
+                out[i].med = median(ts[i]);
+                out[i].lo = *std::min_element(ts[i].begin(), ts[i].end());
+                out[i].hi = *std::max_element(ts[i].begin(), ts[i].end());
+            }
+
+        /* 3. gridsync's output after all those calls: bit-identical to the checked one. */
+        for (size_t i = 0; i < ci_cub; i++) {
+            if (!out[i].active)
+                continue;
+            std::vector<float> again(S);
+            CK(cudaMemcpy(again.data(), impls[i].out, S * sizeof(float), cudaMemcpyDeviceToHost));
+            if (memcmp(again.data(), res[i].data(), S * sizeof(float)) != 0) {
+                uint64_t j = 0;
+                while (j < S && !memcmp(&again[j], &res[i][j], sizeof(float)))
+                    j++;
+                out[i].check = strf("MISMATCH not deterministic: segment %" PRIu64 " was %.9g, then %.9g", j, res[i][j],
+                                    again[j]);
+                mismatches++;
+                std::string line = strf("%s %s: %s", impls[i].label().c_str(), L.name.c_str(), out[i].check.c_str());
+                fprintf(stderr, "!!! %s\n", line.c_str());
+                bad.push_back(line);
+            }
+        }
+
+        /* 4. rows and progress. */
+        const double bytes = bytes_moved(L.n, S);
+        const double t_cub = out[ci_cub].active ? out[ci_cub].med : NAN;
+        std::string progress = strf("[%d/%d %6.1fs] %-8s %s:", li, ln, elapsed_s(), L.name.c_str(), bytes_name(bytes).c_str());
+        for (size_t i = 0; i < ni; i++) {
+            const Impl &im = impls[i];
+            const Outcome &x = out[i];
+            const double ratio = im.cub ? (std::isfinite(x.med) ? 1.0 : NAN) : t_cub / x.med;
+            std::string note = strf("data seed %" PRIu64 "; %s", s, L.desc.c_str());
+            row(L, im, std::isfinite(x.med) ? o.runs : 0, o.calls, x.med, x.lo, x.hi, ratio, x.check, note);
+            if (std::isfinite(x.med)) {
+                progress += strf("  %s %.1fus %.0fGB/s", im.short_label().c_str(), x.med, bytes / (x.med * 1e-6) / 1e9);
+                if (!im.cub && std::isfinite(ratio))
+                    progress += strf(" (%.2fx)", ratio);
+            } else {
+                progress += strf("  %s %s", im.short_label().c_str(), x.check.substr(0, 12).c_str());
+            }
+        }
+        printf("%s\n", progress.c_str());
+    }
+
+    std::string table() const
+    {
+        std::string s = strf("\n%-9s %-9s %-17s %10s %9s %10s %10s %10s %8s %8s  %s\n", "layout", "impl", "backend", "n",
+                             "segments", "median_us", "min_us", "max_us", "GB/s", "x CUB", "check");
+        for (const Result &r : results) {
+            auto num = [](double v, const char *fmt) { return std::isfinite(v) ? strf(fmt, v) : std::string("-"); };
+            s += strf("%-9s %-9s %-17s %10" PRIu64 " %9" PRIu64 " %10s %10s %10s %8s %8s  %s\n", layout_name[r.layout],
+                      r.impl.c_str(), r.backend.c_str(), r.n, r.nseg, num(r.med, "%.2f").c_str(),
+                      num(r.lo, "%.2f").c_str(), num(r.hi, "%.2f").c_str(), num(r.gbps, "%.1f").c_str(),
+                      num(r.ratio, "%.3f").c_str(), r.check.substr(0, 60).c_str());
+        }
+        return s;
+    }
+
+    std::string summary() const
+    {
+        std::string s;
+        s += strf("==== gridsync-bench-segmented summary (%s) ====\n", gpu.c_str());
+        s += strf("float32 SUM; time per call = median of %d runs of %d back-to-back calls (CUDA events); "
+                  "GB/s = (input + offsets + output bytes) / time\n",
+                  o.runs, o.calls);
+        s += "targets (gridsync throughput / CUB throughput): uniform >= 1.0, powerlaw >= 2.0, giant >= 2.0, tiny >= 1.0\n";
+        if (o.quick)
+            s += "NOTE: --quick (about 2^22 elements per layout): the targets are for the full sizes (about 2^26)\n";
+        s += strf("\n%-9s %-17s %9s %9s %9s %7s  %s\n", "layout", "backend", "GB/s", "CUB GB/s", "ratio", "target",
+                  "verdict");
+        int met = 0, total = 0;
+        std::vector<std::string> missed;
+        for (int id : o.layouts) {
+            const Result *cub = nullptr;
+            for (const Result &r : results)
+                if (r.layout == id && r.impl == "cub")
+                    cub = &r;
+            for (const std::string &b : o.backends) {
+                const Result *g = nullptr;
+                for (const Result &r : results)
+                    if (r.layout == id && r.impl == "gridsync" && r.backend == b)
+                        g = &r;
+                total++;
+                const double tgt = layout_target[id];
+                std::string verdict;
+                double ratio = NAN;
+                if (!g)
+                    verdict = "NOT MET (no result: see the log)";
+                else if (g->check != "ok" || !std::isfinite(g->gbps))
+                    verdict = strf("NOT MET (gridsync %s)", g->check.substr(0, 60).c_str());
+                else if (!cub || !std::isfinite(cub->gbps))
+                    verdict = strf("NOT MET (CUB not measured: %s)", cub ? cub->check.substr(0, 60).c_str() : "-");
+                else {
+                    ratio = g->gbps / cub->gbps;
+                    if (ratio >= tgt) {
+                        verdict = "met";
+                        met++;
+                    } else
+                        verdict = "NOT MET";
+                }
+                if (verdict != "met")
+                    missed.push_back(strf("%s/%s: %s", layout_name[id], b.c_str(), verdict.c_str()));
+                auto num = [](double v, const char *fmt) { return std::isfinite(v) ? strf(fmt, v) : std::string("-"); };
+                s += strf("%-9s %-17s %9s %9s %9s %7s  %s\n", layout_name[id], b.c_str(),
+                          num(g ? g->gbps : NAN, "%.1f").c_str(), num(cub ? cub->gbps : NAN, "%.1f").c_str(),
+                          num(ratio, "%.3fx").c_str(), strf(">=%.1fx", tgt).c_str(), verdict.c_str());
+            }
+        }
+        s += strf("targets met: %d of %d\n", met, total);
+        for (const std::string &m : missed)
+            s += "  missed: " + m + "\n";
+        /* cuda_sm11_compat against cuda_sm20 (information). */
+        for (int id : o.layouts) {
+            const Result *a = nullptr, *b = nullptr;
+            for (const Result &r : results)
+                if (r.layout == id && r.impl == "gridsync") {
+                    if (r.backend == "cuda_sm20")
+                        a = &r;
+                    if (r.backend == "cuda_sm11_compat")
+                        b = &r;
+                }
+            if (a && b && std::isfinite(a->gbps) && std::isfinite(b->gbps))
+                s += strf("cuda_sm11_compat / cuda_sm20 throughput, %s: %.3f\n", layout_name[id], b->gbps / a->gbps);
+        }
+        s += strf("checks: %d mismatches, %d errors%s\n", mismatches, errors, aborted ? "; ABORTED (see run.log)" : "");
+        for (size_t i = 0; i < bad.size() && i < 30; i++)
+            s += "  !!! " + bad[i] + "\n";
+        return s;
+    }
+
+    void write_summary() const
+    {
+        std::string t = table(), s = summary();
+        printf("%s\n%s", t.c_str(), s.c_str());
+        if (!o.summary.empty()) {
+            FILE *f = fopen(o.summary.c_str(), "w");
+            if (!f)
+                fprintf(stderr, "cannot write %s: %s\n", o.summary.c_str(), strerror(errno));
+            else {
+                fputs(s.c_str(), f);
+                fputs(t.c_str(), f);
+                fclose(f);
+            }
+        }
+    }
+};
+
+/* --selftest-summary: made-up timings through the CSV, table and summary code (no GPU). */
+static int selftest(Bench &b)
+{
+    b.gpu = "synthetic (no GPU)";
+    for (const std::string &be : b.o.backends)
+        b.impls.push_back(Impl{be, false, nullptr});
+    b.impls.push_back(Impl{"-", true, nullptr});
+    for (int id : b.o.layouts) {
+        Layout L = make_layout(id, b.o.quick, b.o.alpha, b.o.layout_seed);
+        const double bytes = Bench::bytes_moved(L.n, L.nseg());
+        const double t_cub = bytes / 1.5e6 * (id == L_POWERLAW || id == L_GIANT ? 3.0 : 1.0); /* us at 1.5 TB/s */
+        for (size_t i = 0; i < b.impls.size(); i++) {
+            const Impl &im = b.impls[i];
+            const double f = im.cub ? 1.0 : (id == L_TINY ? 1.1 : 0.4) * (i == 1 ? 1.05 : 1.0);
+            const double t = t_cub * f;
+            b.row(L, im, b.o.runs, b.o.calls, t, t * 0.98, t * 1.04, im.cub ? 1.0 : t_cub / t, "ok",
+                  "synthetic; " + L.desc);
+        }
+    }
+    b.mismatches = 1;
+    b.bad.push_back("cuda_sm20 tiny: MISMATCH (synthetic)");
+    b.write_summary();
+
+    /* The checking code on the host: the quick layouts' data, summed per segment in float
+     * one element after the other (within the tolerance), must pass both passes; a lost
+     * element, a NaN (the poison) and a result off by the tolerance must not. */
+    int failures = 0;
+    for (int id : b.o.layouts) {
+        Layout L = make_layout(id, true, b.o.alpha, b.o.layout_seed);
+        std::vector<float> data(L.n);
+        b.host = data.data();
+        for (int integers = 1; integers >= 0; integers--) {
+            for (uint64_t i = 0; i < L.n; i++)
+                data[i] = rand_value(i, 12345, integers);
+            std::vector<double> sum, sumabs;
+            b.reference(L, sum, sumabs);
+            std::vector<float> got(L.nseg()), other;
+            uint64_t longest = 0;
+            for (uint64_t j = 0; j < L.nseg(); j++) {
+                float a = 0;
+                for (int64_t i = L.offsets[j]; i < L.offsets[j + 1]; i++)
+                    a += data[i];
+                got[j] = a;
+                if (L.offsets[j + 1] - L.offsets[j] > L.offsets[longest + 1] - L.offsets[longest])
+                    longest = j;
+            }
+            const bool exact = integers != 0;
+            auto expect = [&](const char *what, const std::string &r, bool ok) {
+                const bool good = (r == "ok") == ok;
+                printf("selftest %-8s %-5s %-28s %s: %.90s\n", L.name.c_str(), exact ? "exact" : "float", what,
+                       good ? "as expected" : "WRONG", r.c_str());
+                failures += !good;
+            };
+            expect("sequential float sums", Bench::compare(L, got, sum, sumabs, &got, "self", exact, "test"), true);
+            other = got;
+            other[L.nseg() / 2] = NAN;
+            expect("a NaN (poison) result", Bench::compare(L, other, sum, sumabs, nullptr, "", exact, "test"), false);
+            if (exact) {
+                other = got;
+                other[longest] -= data[L.offsets[longest]] != 0 ? data[L.offsets[longest]] : 1.0f;
+                expect("a lost element", Bench::compare(L, other, sum, sumabs, nullptr, "", exact, "test"), false);
+            } else {
+                other = got;
+                const uint64_t j = longest, len = (uint64_t)(L.offsets[j + 1] - L.offsets[j]);
+                other[j] = (float)(sum[j] + 1.5 * len * FLT_EPSILON * sumabs[j]);
+                expect("1.5 x tolerance off", Bench::compare(L, other, sum, sumabs, nullptr, "", exact, "test"), false);
+            }
+        }
+        b.host = nullptr;
+    }
+    printf("selftest of the checks: %s\n", failures ? "FAILED" : "passed");
+    fflush(stdout);
+    if (failures) {
+        fclose(g_csv);
+        _exit(1);
+    }
+    fclose(g_csv);
+    g_csv = nullptr;
+    fflush(stdout);
+    _exit(0);
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, nullptr, _IOLBF, 0);
+    Options o;
+    try {
+        o = parse(argc, argv);
+    } catch (const std::exception &e) {
+        fprintf(stderr, "gridsync-bench-segmented: %s\n", e.what());
+        return 1;
+    }
+    Bench b;
+    b.o = o;
+    b.seed = o.seed ? o.seed : (uint64_t)std::chrono::system_clock::now().time_since_epoch().count();
+    g_csv = fopen(o.csv.c_str(), "w");
+    if (!g_csv) {
+        fprintf(stderr, "gridsync-bench-segmented: cannot write %s: %s\n", o.csv.c_str(), strerror(errno));
+        return 1;
+    }
+    fprintf(g_csv, "layout,impl,backend,n,num_segments,median_us,min_us,max_us,gbps,ratio_vs_cub,runs,calls_per_run,"
+                   "bytes,check,gpu,note\n");
+    fflush(g_csv);
+    if (o.selftest)
+        return selftest(b);
+    std::thread wd(watchdog, o.max_seconds);
+    wd.detach();
+    printf("gridsync-bench-segmented: data seed %" PRIu64 " (--seed to replay), layout seed %" PRIu64
+           ", %d runs of %d calls, watchdog %.0f s%s\n",
+           b.seed, o.layout_seed, o.runs, o.calls, o.max_seconds, o.quick ? ", --quick" : "");
+
+    std::vector<Layout> layouts;
+    try {
+        b.setup();
+        for (int id : o.layouts)
+            layouts.push_back(make_layout(id, o.quick, o.alpha, o.layout_seed));
+        b.allocate(layouts);
+    } catch (const std::exception &e) {
+        fprintf(stderr, "gridsync-bench-segmented: setup failed: %s\n", e.what());
+        fflush(g_csv);
+        fflush(stdout);
+        _exit(1); /* skip teardown: after a failed CUDA call it may block */
+    }
+
+    for (size_t li = 0; li < layouts.size(); li++) {
+        const Layout &L = layouts[li];
+        try {
+            b.run_layout(L, (int)li + 1, (int)layouts.size());
+        } catch (const HangError &e) {
+            fprintf(stderr, "!!! HANG in layout %s: %s\n", L.name.c_str(), e.what());
+            b.bad.push_back(strf("HANG %s: %s", L.name.c_str(), e.what()));
+            b.errors++;
+            b.aborted = true;
+        } catch (const std::exception &e) {
+            b.errors++;
+            fprintf(stderr, "!!! ERROR layout %s: %s\n", L.name.c_str(), e.what());
+            b.bad.push_back(strf("ERROR %s: %s", L.name.c_str(), e.what()));
+            /* A sticky error (e.g. an illegal address) leaves the context unusable. */
+            (void)cudaGetLastError();
+            try {
+                b.sync_stream("the stream after an error");
+            } catch (const std::exception &e2) {
+                fprintf(stderr, "!!! the CUDA context is not usable any more (%s): stopping\n", e2.what());
+                b.aborted = true;
+            }
+        }
+        if (b.aborted)
+            break;
+    }
+
+    printf("\ndevice memory allocated by the benchmark: %s (CUB temporary storage %s)\n",
+           bytes_name((double)b.device_bytes).c_str(), bytes_name((double)b.temp_cap).c_str());
+    b.write_summary();
+    printf("total %.1f s; CSV: %s\n", elapsed_s(), o.csv.c_str());
+    fclose(g_csv);
+    g_csv = nullptr;
+    if (!b.aborted) {
+        try {
+            b.sync_stream("the end"); /* gs_context_destroy wants the work finished */
+            for (const Impl &im : b.impls)
+                if (im.ctx) {
+                    gs_status st = gs_context_destroy(im.ctx);
+                    if (st != GS_SUCCESS)
+                        fprintf(stderr, "gs_context_destroy(%s): %s: %s\n", im.backend.c_str(), gs_status_string(st),
+                                gs_last_error_message());
+                }
+        } catch (const std::exception &e) {
+            fprintf(stderr, "!!! at the end: %s\n", e.what());
+        }
+    }
+    {
+        std::lock_guard<std::mutex> lk(g_wd_mu);
+        g_wd_done = true;
+    }
+    g_wd_cv.notify_all();
+    fflush(stdout);
+    fflush(stderr);
+    _exit(b.aborted ? 3 : (b.mismatches || b.errors) ? 2 : 0);
+}
