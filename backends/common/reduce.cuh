@@ -404,9 +404,20 @@ __device__ __forceinline__ void reduce_kernel(const typename Op::In *__restrict_
         /* (6) combine in block-index order: thread t folds partials t, t + B, ... in
          * increasing order, then the block combines threads in a fixed tree, so the
          * result is the same whichever block finished last. */
-        Acc a = Op::identity();
-        for (unsigned int b = threadIdx.x; b < gridDim.x; b += Policy::kBlock)
-            a = Op::combine(a, gs_load_volatile(&partials[b]));
+        /* All of a thread's loads are issued before the first combine (at most
+         * GS_MAX_BLOCKS / kBlock of them), so the last block waits for one round trip to
+         * memory instead of one per partial. */
+        const int kMaxPer = (GS_MAX_BLOCKS + Policy::kBlock - 1) / Policy::kBlock;
+        Acc v[kMaxPer];
+#pragma unroll
+        for (int k = 0; k < kMaxPer; k++) {
+            const unsigned int b = threadIdx.x + (unsigned int)k * Policy::kBlock;
+            v[k] = b < gridDim.x ? gs_load_volatile(&partials[b]) : Op::identity();
+        }
+        Acc a = v[0];
+#pragma unroll
+        for (int k = 1; k < kMaxPer; k++)
+            a = Op::combine(a, v[k]);
         a = Policy::template block_reduce<Op>(a, scratch);
         if (tid == 0) {
             /* (7) the result, then the counter back to 0 for the next launch on this

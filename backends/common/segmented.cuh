@@ -108,9 +108,21 @@ __device__ __forceinline__ void seg_publish_piece(typename Op::Acc piece, typena
     }
     if (Policy::last_arrival(&counters[c0], c1 - c0 + 1)) {
         gs_acquire(); /* acquire: the other pieces, announced by their tickets */
+        /* thread t folds pieces c0 + t, c0 + t + kBlock, ... in order, four loads in
+         * flight at a time (a giant segment has thousands of pieces) */
         Acc a = Op::identity();
-        for (uint32_t c = c0 + threadIdx.x; c <= c1; c += Policy::kBlock)
-            a = Op::combine(a, gs_load_volatile(c == c0 ? &slots_b[c0] : &slots_a[c]));
+#pragma unroll 1
+        for (uint32_t c = c0 + threadIdx.x; c <= c1; c += 4 * Policy::kBlock) {
+            Acc v[4];
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                const uint32_t cu = c + (uint32_t)u * Policy::kBlock;
+                v[u] = cu > c1 ? Op::identity() : gs_load_volatile(cu == c0 ? &slots_b[c0] : &slots_a[cu]);
+            }
+#pragma unroll
+            for (int u = 0; u < 4; u++)
+                a = Op::combine(a, v[u]);
+        }
         a = Policy::template block_reduce<Op>(a, s);
         if (threadIdx.x == 0)
             *out_j = Op::result(a);

@@ -1800,6 +1800,125 @@ static int case_debug_off(void)
     return 0;
 }
 
+/* ---- cases: gs_segmented_reduce (GRIDSYNC_1.1) ----------------------------------------
+ * With the real cuda_sm20 backend on the fake driver: what is refused before any launch,
+ * and the one launch of what is accepted. The fake's device memory is host memory, so the
+ * offsets are written directly. */
+static int seg_launches(void)
+{
+    char *log = cuda_log();
+    int n = count_lines(log, "cuLaunchKernel ");
+    free(log);
+    return n;
+}
+
+static int case_real_segmented(void)
+{
+    app_init(1);
+    CUdeviceptr in = app_alloc(4000), offs = app_alloc(8 * 11), out = app_alloc(80), out8 = app_alloc(8);
+    gs_context *ctx = real_context("cuda_sm20", 9, 0);
+    if (!ctx)
+        return 0;
+    int64_t *o = (int64_t *)(uintptr_t)offs;
+    for (int j = 0; j <= 10; j++)
+        o[j] = 100 * j; /* 10 segments of 100 elements */
+    const void *pin = (const void *)(uintptr_t)in;
+    const int64_t *po = (const int64_t *)(uintptr_t)offs;
+    void *pout = (void *)(uintptr_t)out, *pout8 = (void *)(uintptr_t)out8;
+    int64_t host_offs[11] = {0};
+
+    int l0 = seg_launches();
+    CHECK_STATUS(gs_segmented_reduce(ctx, pin, 1000, GS_FLOAT32, GS_OP_SUM, po, 10, pout, NULL, 0), GS_SUCCESS);
+    CHECK_STATUS(gs_segmented_reduce(ctx, pin, 4000, GS_INT8, GS_OP_ARGMAX, po, 10, pout, NULL, 0), GS_SUCCESS);
+    CHECK_INT(seg_launches() - l0, 2);
+    char *log = cuda_log();
+    CHECK_HAS(find_line(log, "cuLaunchKernel ", 1), "cuLaunchKernel gs_segreduce_i8_argmax_i64 grid=");
+    CHECK_HAS(find_line(log, "cuLaunchKernel ", 1), " block=256 ");
+    free(log);
+
+    /* Refused before anything is queued. */
+    l0 = seg_launches();
+    CHECK_STATUS(gs_segmented_reduce(ctx, pin, 1000, (gs_dtype)99, GS_OP_SUM, po, 10, pout, NULL, 0),
+                 GS_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(gs_segmented_reduce(ctx, pin, 1000, GS_FLOAT32, (gs_op)42, po, 10, pout, NULL, 0),
+                 GS_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(gs_segmented_reduce(ctx, pin, 1000, GS_FLOAT32, GS_OP_BIT_XOR, po, 10, pout, NULL, 0),
+                 GS_ERROR_UNSUPPORTED);
+    CHECK_STATUS(gs_segmented_reduce(ctx, pin, 1000, GS_FLOAT32, GS_OP_SUM, po, 10, pout, NULL, 2),
+                 GS_ERROR_INVALID_ARGUMENT);
+    CHECK_HAS(gs_last_error_message(), "flags");
+    CHECK_STATUS(gs_segmented_reduce(ctx, pin, 1000, GS_FLOAT32, GS_OP_SUM, NULL, 10, pout, NULL, 0),
+                 GS_ERROR_INVALID_ARGUMENT);
+    CHECK_HAS(gs_last_error_message(), "offsets");
+    CHECK_STATUS(gs_segmented_reduce(ctx, pin, 1000, GS_FLOAT32, GS_OP_SUM, po, 10, NULL, NULL, 0),
+                 GS_ERROR_INVALID_ARGUMENT);
+    CHECK_HAS(gs_last_error_message(), "out");
+    CHECK_STATUS(gs_segmented_reduce(ctx, NULL, 1000, GS_FLOAT32, GS_OP_SUM, po, 10, pout, NULL, 0),
+                 GS_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(gs_segmented_reduce(ctx, pin, 1000, GS_FLOAT32, GS_OP_SUM, (const int64_t *)((const char *)po + 4), 9,
+                                     pout, NULL, 0),
+                 GS_ERROR_INVALID_ARGUMENT);
+    CHECK_HAS(gs_last_error_message(), "aligned");
+    CHECK_STATUS(gs_segmented_reduce(ctx, pin, 1000, GS_FLOAT32, GS_OP_SUM, host_offs, 10, pout, NULL, 0),
+                 GS_ERROR_INVALID_POINTER);
+    CHECK_HAS(gs_last_error_message(), "offsets");
+    /* ranges: 10 float sums need 40 bytes (8 given); 11 segments need 96 bytes of offsets
+     * (88 given); 1001 floats need more than the 4000-byte input */
+    CHECK_STATUS(gs_segmented_reduce(ctx, pin, 1000, GS_FLOAT32, GS_OP_SUM, po, 10, pout8, NULL, 0),
+                 GS_ERROR_INVALID_ARGUMENT);
+    CHECK_HAS(gs_last_error_message(), "past the end");
+    CHECK_STATUS(gs_segmented_reduce(ctx, pin, 1000, GS_FLOAT32, GS_OP_SUM, po, 11, pout, NULL, 0),
+                 GS_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(gs_segmented_reduce(ctx, pin, 1001, GS_FLOAT32, GS_OP_SUM, po, 10, pout, NULL, 0),
+                 GS_ERROR_INVALID_ARGUMENT);
+    /* offsets checked on request: the first bad one is named, nothing is launched */
+    o[5] = 50;
+    CHECK_STATUS(gs_segmented_reduce(ctx, pin, 1000, GS_FLOAT32, GS_OP_SUM, po, 10, pout, NULL,
+                                     GS_SEGMENTED_CHECK_OFFSETS),
+                 GS_ERROR_INVALID_ARGUMENT);
+    CHECK_HAS(gs_last_error_message(), "offsets[4] = 400, offsets[5] = 50");
+    o[5] = 500;
+    o[0] = -1;
+    CHECK_STATUS(gs_segmented_reduce(ctx, pin, 1000, GS_FLOAT32, GS_OP_SUM, po, 10, pout, NULL,
+                                     GS_SEGMENTED_CHECK_OFFSETS),
+                 GS_ERROR_INVALID_ARGUMENT);
+    CHECK_HAS(gs_last_error_message(), "negative");
+    o[0] = 0;
+    o[10] = 1001;
+    CHECK_STATUS(gs_segmented_reduce(ctx, pin, 1000, GS_FLOAT32, GS_OP_SUM, po, 10, pout, NULL,
+                                     GS_SEGMENTED_CHECK_OFFSETS),
+                 GS_ERROR_INVALID_ARGUMENT);
+    CHECK_HAS(gs_last_error_message(), "beyond n");
+    CHECK_INT(seg_launches() - l0, 0);
+    /* unchecked, bad offsets are the kernel's business: one launch */
+    CHECK_STATUS(gs_segmented_reduce(ctx, pin, 1000, GS_FLOAT32, GS_OP_SUM, po, 10, pout, NULL, 0), GS_SUCCESS);
+    o[10] = 1000;
+    CHECK_STATUS(gs_segmented_reduce(ctx, pin, 1000, GS_FLOAT32, GS_OP_SUM, po, 10, pout, NULL,
+                                     GS_SEGMENTED_CHECK_OFFSETS),
+                 GS_SUCCESS);
+    /* no segments: nothing to do, nothing launched, no pointer needed */
+    CHECK_STATUS(gs_segmented_reduce(ctx, NULL, 0, GS_FLOAT32, GS_OP_SUM, NULL, 0, NULL, NULL, 0), GS_SUCCESS);
+    CHECK_INT(seg_launches() - l0, 2);
+    CHECK_STATUS(gs_context_destroy(ctx), GS_SUCCESS);
+    return 0;
+}
+
+/* A backend without the ABI 1.1 function (the good fake) cannot do it: UNSUPPORTED, named. */
+static int case_segmented_old_backend(void)
+{
+    app_init(1);
+    CUdeviceptr in = app_alloc(4000), offs = app_alloc(16), out = app_alloc(8);
+    gs_context *ctx = NULL;
+    CHECK_STATUS(gs_context_create(0, &ctx), GS_SUCCESS);
+    CHECK_STATUS(gs_segmented_reduce(ctx, (const void *)(uintptr_t)in, 10, GS_FLOAT32, GS_OP_SUM,
+                                     (const int64_t *)(uintptr_t)offs, 1, (void *)(uintptr_t)out, NULL, 0),
+                 GS_ERROR_UNSUPPORTED);
+    CHECK_HAS(gs_last_error_message(), "fake_good");
+    CHECK_HAS(gs_last_error_message(), "no segmented reduction");
+    CHECK_STATUS(gs_context_destroy(ctx), GS_SUCCESS);
+    return 0;
+}
+
 /* ---- the case table ------------------------------------------------------------------- */
 
 typedef enum { DRIVER_FAKE, DRIVER_TOO_OLD, DRIVER_NONE } driver_kind;
@@ -1863,6 +1982,8 @@ static const test_case cases[] = {
     {"context-info", case_context_info, DRIVER_FAKE, {USE_GOOD}},
     {"pointer-checks", case_pointer_checks, DRIVER_FAKE, {USE_GOOD}},
     {"unsupported-by-backend", case_unsupported_by_backend, DRIVER_FAKE, {USE_GOOD}},
+    {"real-segmented", case_real_segmented, DRIVER_FAKE, {REAL_PATH}},
+    {"segmented-old-backend", case_segmented_old_backend, DRIVER_FAKE, {USE_GOOD}},
     {"queue-lifecycle", case_queue_lifecycle, DRIVER_FAKE, {USE_GOOD}},
     {"queue-errors", case_queue_errors, DRIVER_FAKE, {"FAKE_CUDA_DEVICES=2", USE_GOOD}},
     {"debug-trace", case_debug_trace, DRIVER_FAKE, {"GRIDSYNC_DEBUG=1", FALLBACK_PATH}},
