@@ -89,7 +89,16 @@ note "libdir $libdir"
 # ---- layout --------------------------------------------------------------------------
 [ "$(pkg-config --modversion gridsync)" = "$version" ] ||
     fail "pkg-config --modversion: $(pkg-config --modversion gridsync), want $version"
-[ "$(pkg-config --variable=backend_abi gridsync)" = "1.0" ] || fail "backend_abi variable is not 1.0"
+# backend_abi is what third-party backends build against: the installed backend header's
+# GS_BACKEND_ABI_MAJOR.GS_BACKEND_ABI_MINOR (docs/ABI-policy.md: a new minor bumps both).
+hdr=$includedir/gridsync/gridsync_backend.h
+abi_major=$(sed -n 's/^#define GS_BACKEND_ABI_MAJOR \([0-9][0-9]*\).*/\1/p' "$hdr" 2>/dev/null)
+abi_minor=$(sed -n 's/^#define GS_BACKEND_ABI_MINOR \([0-9][0-9]*\).*/\1/p' "$hdr" 2>/dev/null)
+if [ -z "$abi_major" ] || [ -z "$abi_minor" ]; then
+    fail "no GS_BACKEND_ABI_MAJOR/MINOR in the installed $hdr"
+elif [ "$(pkg-config --variable=backend_abi gridsync)" != "$abi_major.$abi_minor" ]; then
+    fail "pkg-config's backend_abi is $(pkg-config --variable=backend_abi gridsync), but the installed gridsync_backend.h says $abi_major.$abi_minor"
+fi
 [ "$backenddir" = "$libdir/gridsync" ] || fail "backenddir $backenddir is not $libdir/gridsync"
 [ -f "$libdir/libgridsync.so.1.0.0" ] || fail "no libgridsync.so.1.0.0 in $libdir"
 [ "$(readlink "$libdir/libgridsync.so.1")" = libgridsync.so.1.0.0 ] || fail "libgridsync.so.1 is not a link to libgridsync.so.1.0.0"
