@@ -8,8 +8,9 @@
  * busy until the end. Chunk k:
  *   - owns the segments that begin inside it (the last chunk also those beginning at n,
  *     which can only be empty); a segment that also ends inside it is finished here and
- *     written out directly: by one thread when it is short, by a group (a warp, or the
- *     block where there are no warp shuffles) when longer, by the block when long;
+ *     written out directly: by one thread when it is short, by a group of 32 threads
+ *     when longer (a warp with shuffles, or 32 threads combining through shared memory
+ *     where there are none), by the block when long;
  *   - holds a piece of at most two segments that cross its edges: the one coming in
  *     from an earlier chunk (piece stored in slot A[k]) and the owned one going out to a
  *     later chunk (slot B[k]). A segment spanning chunks c0 < c1 thus has pieces
@@ -142,6 +143,7 @@ __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restri
     const uint64_t kShort = 64 / sizeof(T);
     const uint64_t kLong = (uint64_t)Policy::kBlock * (16 / sizeof(T)) * 2;
     const int kGroups = Policy::kBlock / Policy::kGroup;
+    static_assert(Policy::kGroup < Policy::kBlock, "groups are smaller than the block");
 
     gs_work_queue *queue = (gs_work_queue *)(workspace + GS_SEG_QUEUE_OFFSET);
     Acc *slots_a = (Acc *)(workspace + GS_PARTIALS_OFFSET);
@@ -189,32 +191,36 @@ __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restri
                     for (uint64_t i = sb; i < se; i++)
                         a = Accum<Op>::add(a, in[i], (int64_t)(i - sb));
                     out[j] = Op::result(a);
-                } else if (Policy::kGroup < Policy::kBlock && se - sb >= kLong) {
+                } else if (se - sb >= kLong) {
                     longer = true;
                 } else {
                     medium = true;
                 }
             }
             if (r >= 0 && Policy::block_any(medium)) {
-                /* group g takes the medium segments base + g, base + g + kGroups, ...:
-                 * the same trip count in every thread of a group (of the block, when the
-                 * group is the block), so group_reduce is called uniformly. */
+                /* group g takes segments base + g, base + g + kGroups, ...; every group
+                 * runs the same trip count and calls group_reduce each time (with the
+                 * identity when its segment is not a medium one), so the call is uniform
+                 * even where group_reduce holds block-wide barriers. */
 #pragma unroll 1
-                for (uint64_t jj = base + group; jj < rend; jj += kGroups) {
-                    const uint64_t sb = seg_offset(offsets, jj, n), se0 = seg_offset(offsets, jj + 1, n);
-                    const uint64_t se = se0 > sb ? se0 : sb;
-                    if (se - sb <= kShort || (Policy::kGroup < Policy::kBlock && se - sb >= kLong) ||
-                        (se > ce && jj == hi - 1))
-                        continue;
-                    if (Policy::kGroup == Policy::kBlock)
-                        __syncthreads(); /* the block's scratch is free */
-                    Acc a = accumulate<Policy, Op, 1>(in + sb, se - sb, 0, lane, Policy::kGroup);
+                for (uint64_t first = base; first < rend; first += kGroups) {
+                    const uint64_t jj = first + group;
+                    bool mine = false;
+                    uint64_t sb = 0, se = 0;
+                    if (jj < rend) {
+                        sb = seg_offset(offsets, jj, n);
+                        const uint64_t se0 = seg_offset(offsets, jj + 1, n);
+                        se = se0 > sb ? se0 : sb;
+                        mine = se - sb > kShort && se - sb < kLong && !(se > ce && jj == hi - 1);
+                    }
+                    Acc a = mine ? accumulate<Policy, Op, 1>(in + sb, se - sb, 0, lane, Policy::kGroup)
+                                 : Op::identity();
                     a = Policy::template group_reduce<Op>(a, scratch);
-                    if (lane == 0)
+                    if (mine && lane == 0)
                         out[jj] = Op::result(a);
                 }
             }
-            if (r < 0 || (Policy::kGroup < Policy::kBlock && Policy::block_any(longer))) {
+            if (r < 0 || Policy::block_any(longer)) {
                 const uint64_t ntasks = r < 0 ? 2 : rend - base;
 #pragma unroll 1
                 for (uint64_t q = 0; q < ntasks; q++) {

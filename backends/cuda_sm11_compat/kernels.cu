@@ -34,13 +34,25 @@ struct PolicySm11Compat {
         return s.v[0];
     }
 
-    /* Segmented reduction: without warp shuffles (or __syncwarp) a group smaller than the
-     * block has no safe way to combine, so the whole block works on a medium segment. */
-    static const int kGroup = kBlock;
+    /* Segmented reduction: groups of 32 threads each reduce a medium segment. Without warp
+     * shuffles (or __syncwarp) they combine through shared memory, all groups at once, a
+     * block-wide barrier per level of their trees; the result is in each group's thread
+     * 0. Called uniformly; starts with a barrier, so the scratch is free. */
+    static const int kGroup = 32;
     template <typename Op>
     static __device__ __forceinline__ typename Op::Acc group_reduce(typename Op::Acc v, Scratch<typename Op::Acc> &s)
     {
-        return block_reduce<Op>(v, s);
+        const unsigned int t = threadIdx.x, lane = t % kGroup;
+        __syncthreads();
+        s.v[t] = v;
+        __syncthreads();
+#pragma unroll
+        for (unsigned int off = kGroup / 2; off > 0; off >>= 1) {
+            if (lane < off)
+                s.v[t] = Op::combine(s.v[t], s.v[t + off]);
+            __syncthreads();
+        }
+        return s.v[t];
     }
 
     /* In how many threads of the block p holds: flags in shared memory, summed 16 at a
