@@ -156,28 +156,27 @@ static gs_status grow_table(gs_context *ctx)
     return GS_SUCCESS;
 }
 
-/* Allocates and zero-fills a workspace. Runs once per stream, never on the hot path. It
- * must also work while some stream is being captured into a graph: the thread's capture
- * mode is relaxed for the allocation, and the zero fill goes to a private non-blocking
- * stream (a legacy-stream memset would join the capture and invalidate it). */
-static gs_status new_workspace(gs_context *ctx, CUdeviceptr *out)
+/* Runs once per stream (and per queue), never on the hot path. It must also work while
+ * some stream is being captured into a graph: the thread's capture mode is relaxed for the
+ * allocation, and the zero fill goes to a private non-blocking stream (a legacy-stream
+ * memset would join the capture and invalidate it). */
+gs_status gs_alloc_zeroed(gs_context *ctx, size_t bytes, const char *what, CUdeviceptr *out)
 {
     const gs_driver *d = ctx->drv;
     CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
     CUresult rc = d->cuThreadExchangeStreamCaptureMode(&mode);
     if (rc != CUDA_SUCCESS)
-        return gs_cuda_error(d, rc, "cuThreadExchangeStreamCaptureMode");
+        return gs_cuda_error(d, rc, "cuThreadExchangeStreamCaptureMode for %s", what);
     gs_status st = GS_SUCCESS;
     CUdeviceptr buf = 0;
     if (!ctx->zero_stream && (rc = d->cuStreamCreate(&ctx->zero_stream, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS) {
         ctx->zero_stream = NULL;
-        st = gs_cuda_error(d, rc, "cuStreamCreate(non-blocking) for workspace initialisation");
-    } else if ((rc = d->cuMemAlloc(&buf, (size_t)ctx->workspace_bytes)) != CUDA_SUCCESS) {
-        st = gs_cuda_error(d, rc, "cuMemAlloc(%llu bytes) for a stream workspace",
-                           (unsigned long long)ctx->workspace_bytes);
-    } else if ((rc = d->cuMemsetD8Async(buf, 0, (size_t)ctx->workspace_bytes, ctx->zero_stream)) != CUDA_SUCCESS ||
+        st = gs_cuda_error(d, rc, "cuStreamCreate(non-blocking) to zero-fill %s", what);
+    } else if ((rc = d->cuMemAlloc(&buf, bytes)) != CUDA_SUCCESS) {
+        st = gs_cuda_error(d, rc, "cuMemAlloc(%zu bytes) for %s on device %d", bytes, what, ctx->ordinal);
+    } else if ((rc = d->cuMemsetD8Async(buf, 0, bytes, ctx->zero_stream)) != CUDA_SUCCESS ||
                (rc = d->cuStreamSynchronize(ctx->zero_stream)) != CUDA_SUCCESS) {
-        st = gs_cuda_error(d, rc, "zero-filling a new stream workspace");
+        st = gs_cuda_error(d, rc, "zero-filling %s at 0x%llx", what, (unsigned long long)buf);
         d->cuMemFree(buf);
     }
     CUstreamCaptureMode restore = mode;
@@ -256,7 +255,7 @@ static gs_status capture_workspace(gs_context *ctx, CUstream stream, unsigned lo
     if (!b)
         return gs_fail(GS_ERROR_OUT_OF_MEMORY, "out of host memory for a graph workspace record");
     b->cu = ctx->cu;
-    gs_status st = new_workspace(ctx, &b->buffer);
+    gs_status st = gs_alloc_zeroed(ctx, (size_t)ctx->workspace_bytes, "a stream workspace", &b->buffer);
     if (st != GS_SUCCESS) {
         free(b);
         return st;
@@ -335,7 +334,7 @@ gs_status gs_workspace_get(gs_context *ctx, CUstream stream, CUdeviceptr *buffer
                            (void *)stream, ctx->ordinal);
         }
         CUdeviceptr buf = 0;
-        st = new_workspace(ctx, &buf);
+        st = gs_alloc_zeroed(ctx, (size_t)ctx->workspace_bytes, "a stream workspace", &buf);
         if (st == GS_SUCCESS && (ctx->nused + 1) * 2 > ctx->nslots)
             st = grow_table(ctx);
         if (st == GS_SUCCESS) {
@@ -357,7 +356,8 @@ gs_status gs_workspace_get(gs_context *ctx, CUstream stream, CUdeviceptr *buffer
 
 /* ---- public: create, destroy, info ---------------------------------------------------- */
 
-/* Pushes ctx->cu unless it is already current; returns whether a pop is owed. */
+/* Pushes cu unless it is already current; returns whether a pop is owed. For contexts
+ * being set up or torn down, where a failed push is no reason to stop. */
 static int push_if_needed(const gs_driver *d, CUcontext cu)
 {
     CUcontext cur = NULL;
@@ -371,6 +371,25 @@ static void pop_if(const gs_driver *d, int pushed)
     CUcontext popped;
     if (pushed)
         d->cuCtxPopCurrent(&popped);
+}
+
+gs_status gs_context_push(const gs_context *ctx, int *pushed)
+{
+    const gs_driver *d = ctx->drv;
+    CUcontext cur = NULL;
+    *pushed = 0;
+    if (d->cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == ctx->cu)
+        return GS_SUCCESS;
+    CUresult rc = d->cuCtxPushCurrent(ctx->cu);
+    if (rc != CUDA_SUCCESS)
+        return gs_cuda_error(d, rc, "cuCtxPushCurrent(the CUDA context of device %d)", ctx->ordinal);
+    *pushed = 1;
+    return GS_SUCCESS;
+}
+
+void gs_context_pop(const gs_context *ctx, int pushed)
+{
+    pop_if(ctx->drv, pushed);
 }
 
 static gs_status open_device(const gs_driver *drv, int device, CUdevice *dev)
@@ -588,11 +607,10 @@ gs_status gs_default_context(const gs_driver *drv, gs_context **out)
 
 /* ---- the hot path --------------------------------------------------------------------- */
 
-/* in/out must be memory the device can reach, and [p, p + bytes) inside one allocation.
- * One cuPointerGetAttributes call: it does not fail on unknown pointers, it reports a
+/* One cuPointerGetAttributes call: it does not fail on unknown pointers, it reports a
  * memory type of 0 for them (pageable host memory, freed or never-allocated addresses). */
-static gs_status check_pointer(const gs_driver *drv, const char *fn, const char *name, const void *p,
-                               uint64_t bytes)
+gs_status gs_check_pointer(const gs_driver *drv, const char *fn, const char *name, const void *p, uint64_t bytes,
+                           CUdeviceptr *start_out, unsigned int *memtype_out)
 {
     CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
                                    CU_POINTER_ATTRIBUTE_RANGE_SIZE};
@@ -611,6 +629,50 @@ static gs_status check_pointer(const gs_driver *drv, const char *fn, const char 
         return gs_fail(GS_ERROR_INVALID_ARGUMENT,
                        "%s: %s = %p + %llu bytes runs past the end of its allocation (%zu bytes at 0x%llx)", fn,
                        name, p, (unsigned long long)bytes, size, (unsigned long long)start);
+    if (start_out)
+        *start_out = size ? start : 0;
+    if (memtype_out)
+        *memtype_out = memtype;
+    return GS_SUCCESS;
+}
+
+gs_status gs_context_resolve(gs_context **ctx, const gs_driver **drv)
+{
+    gs_status st;
+    *drv = gs_driver_get(&st);
+    if (!*drv)
+        return st;
+    if (!*ctx)
+        return gs_default_context(*drv, ctx);
+    return GS_SUCCESS;
+}
+
+/* The checks gs_reduce and gs_segmented_reduce share, on arguments alone: dtype and op in
+ * range and op defined for dtype. */
+static gs_status check_dtype_op(const char *fn, gs_dtype dtype, gs_op op)
+{
+    if (!gs_dtype_valid((int)dtype))
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: dtype %d is not a gs_dtype", fn, (int)dtype);
+    if (!gs_op_valid((int)op))
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: op %d is not a gs_op", fn, (int)op);
+    if (!gs_op_defined(dtype, op))
+        return gs_fail(GS_ERROR_UNSUPPORTED, "%s: op %s is not defined for dtype %s", fn, gs_op_name(op),
+                       gs_dtype_name(dtype));
+    return GS_SUCCESS;
+}
+
+/* ... and on the input: in non-NULL unless n is 0, aligned to its elements, not wrapping. */
+static gs_status check_input(const char *fn, const void *in, uint64_t n, gs_dtype dtype)
+{
+    const uint64_t esize = gs_dtype_size(dtype);
+    if (!in && n)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: in is NULL but n is %llu", fn, (unsigned long long)n);
+    if ((uintptr_t)in % esize)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: in = %p is not aligned to its %s elements (%llu bytes)", fn,
+                       in, gs_dtype_name(dtype), (unsigned long long)esize);
+    if (n > (UINT64_MAX - (uint64_t)(uintptr_t)in) / esize)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: n = %llu elements of %s from %p wrap around memory", fn,
+                       (unsigned long long)n, gs_dtype_name(dtype), in);
     return GS_SUCCESS;
 }
 
@@ -625,13 +687,9 @@ GS_API gs_status gs_reduce_ex(gs_context *ctx, const void *in, uint64_t n, gs_dt
 {
     gs_clear_error();
     /* Cheap checks first: they need no driver, so a caller learns of them anywhere. */
-    if (!gs_dtype_valid((int)dtype))
-        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_reduce: dtype %d is not a gs_dtype", (int)dtype);
-    if (!gs_op_valid((int)op))
-        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_reduce: op %d is not a gs_op", (int)op);
-    if (!gs_op_defined(dtype, op))
-        return gs_fail(GS_ERROR_UNSUPPORTED, "gs_reduce: op %s is not defined for dtype %s", gs_op_name(op),
-                       gs_dtype_name(dtype));
+    gs_status st;
+    if ((st = check_dtype_op("gs_reduce", dtype, op)) != GS_SUCCESS)
+        return st;
     gs_dtype out_dtype = gs_default_out(dtype, op);
     if (opts) {
         if (opts->struct_size < offsetof(gs_reduce_options, out_dtype) + sizeof opts->out_dtype)
@@ -646,33 +704,26 @@ GS_API gs_status gs_reduce_ex(gs_context *ctx, const void *in, uint64_t n, gs_dt
     }
     if (!out)
         return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_reduce: out is NULL");
-    if (!in && n)
-        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_reduce: in is NULL but n is %llu", (unsigned long long)n);
+    if ((st = check_input("gs_reduce", in, n, dtype)) != GS_SUCCESS)
+        return st;
     const uint64_t esize = gs_dtype_size(dtype), osize = gs_dtype_size(out_dtype);
-    if ((uintptr_t)in % esize)
-        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_reduce: in = %p is not aligned to its %s elements (%llu bytes)",
-                       in, gs_dtype_name(dtype), (unsigned long long)esize);
     if ((uintptr_t)out % osize)
         return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_reduce: out = %p is not aligned to its %s result", out,
                        gs_dtype_name(out_dtype));
-    if (n > (UINT64_MAX - (uint64_t)(uintptr_t)in) / esize)
-        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_reduce: n = %llu elements of %s from %p wrap around memory",
-                       (unsigned long long)n, gs_dtype_name(dtype), in);
 
-    gs_status st;
-    const gs_driver *drv = gs_driver_get(&st);
-    if (!drv)
-        return st;
-    if (!ctx && (st = gs_default_context(drv, &ctx)) != GS_SUCCESS)
+    const gs_driver *drv;
+    if ((st = gs_context_resolve(&ctx, &drv)) != GS_SUCCESS)
         return st;
     if (!(ctx->supported[dtype][op] & (1u << out_dtype)))
         return gs_fail(GS_ERROR_UNSUPPORTED, "gs_reduce: backend %s does not offer %s over %s into %s",
                        ctx->backend->ops->name, gs_op_name(op), gs_dtype_name(dtype), gs_dtype_name(out_dtype));
-    if ((n && (st = check_pointer(drv, "gs_reduce", "in", in, n * esize)) != GS_SUCCESS) ||
-        (st = check_pointer(drv, "gs_reduce", "out", out, osize)) != GS_SUCCESS)
+    if ((n && (st = gs_check_pointer(drv, "gs_reduce", "in", in, n * esize, NULL, NULL)) != GS_SUCCESS) ||
+        (st = gs_check_pointer(drv, "gs_reduce", "out", out, osize, NULL, NULL)) != GS_SUCCESS)
         return st;
 
-    int pushed = push_if_needed(drv, ctx->cu);
+    int pushed;
+    if ((st = gs_context_push(ctx, &pushed)) != GS_SUCCESS)
+        return st;
     gs_backend_reduce_args args = {
         .struct_size = sizeof args,
         .dtype = dtype,
@@ -687,7 +738,7 @@ GS_API gs_status gs_reduce_ex(gs_context *ctx, const void *in, uint64_t n, gs_dt
     st = gs_workspace_get(ctx, args.stream, &args.workspace);
     if (st == GS_SUCCESS)
         st = ctx->backend->ops->reduce(ctx->instance, &args);
-    pop_if(drv, pushed);
+    gs_context_pop(ctx, pushed);
     return st;
 }
 
@@ -744,45 +795,32 @@ GS_API gs_status gs_segmented_reduce(gs_context *ctx, const void *in, uint64_t n
 {
     static const char fn[] = "gs_segmented_reduce";
     gs_clear_error();
-    if (!gs_dtype_valid((int)dtype))
-        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: dtype %d is not a gs_dtype", fn, (int)dtype);
-    if (!gs_op_valid((int)op))
-        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: op %d is not a gs_op", fn, (int)op);
-    if (!gs_op_defined(dtype, op))
-        return gs_fail(GS_ERROR_UNSUPPORTED, "%s: op %s is not defined for dtype %s", fn, gs_op_name(op),
-                       gs_dtype_name(dtype));
+    gs_status st;
+    if ((st = check_dtype_op(fn, dtype, op)) != GS_SUCCESS)
+        return st;
     if (flags & ~GS_SEGMENTED_CHECK_OFFSETS)
         return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: unknown flags 0x%x", fn, flags & ~GS_SEGMENTED_CHECK_OFFSETS);
     const gs_dtype out_dtype = gs_default_out(dtype, op);
     const uint64_t esize = gs_dtype_size(dtype), osize = gs_dtype_size(out_dtype);
-    if (!in && n)
-        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: in is NULL but n is %llu", fn, (unsigned long long)n);
     if (num_segments && !offsets)
         return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: offsets is NULL", fn);
     if (num_segments && !out)
         return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
-    if ((uintptr_t)in % esize)
-        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: in = %p is not aligned to its %s elements (%llu bytes)", fn,
-                       in, gs_dtype_name(dtype), (unsigned long long)esize);
+    if ((st = check_input(fn, in, n, dtype)) != GS_SUCCESS)
+        return st;
     if ((uintptr_t)offsets % sizeof(int64_t))
         return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: offsets = %p is not aligned to 8 bytes", fn,
                        (const void *)offsets);
     if ((uintptr_t)out % osize)
         return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: out = %p is not aligned to its %s results", fn, out,
                        gs_dtype_name(out_dtype));
-    if (n > (UINT64_MAX - (uint64_t)(uintptr_t)in) / esize)
-        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: n = %llu elements of %s from %p wrap around memory", fn,
-                       (unsigned long long)n, gs_dtype_name(dtype), in);
     /* 2^56 segments: more than any device holds, and far from any overflow below */
     if (num_segments >= (1ull << 56))
         return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: num_segments = %llu is too large", fn,
                        (unsigned long long)num_segments);
 
-    gs_status st;
-    const gs_driver *drv = gs_driver_get(&st);
-    if (!drv)
-        return st;
-    if (!ctx && (st = gs_default_context(drv, &ctx)) != GS_SUCCESS)
+    const gs_driver *drv;
+    if ((st = gs_context_resolve(&ctx, &drv)) != GS_SUCCESS)
         return st;
     const gs_backend_ops *ops = ctx->backend->ops;
     if (ops->struct_size < offsetof(gs_backend_ops, segmented_reduce) + sizeof ops->segmented_reduce ||
@@ -795,12 +833,15 @@ GS_API gs_status gs_segmented_reduce(gs_context *ctx, const void *in, uint64_t n
                        gs_op_name(op), gs_dtype_name(dtype));
     if (num_segments == 0)
         return GS_SUCCESS; /* nothing to write: no launch */
-    if ((n && (st = check_pointer(drv, fn, "in", in, n * esize)) != GS_SUCCESS) ||
-        (st = check_pointer(drv, fn, "offsets", offsets, (num_segments + 1) * sizeof(int64_t))) != GS_SUCCESS ||
-        (st = check_pointer(drv, fn, "out", out, num_segments * osize)) != GS_SUCCESS)
+    if ((n && (st = gs_check_pointer(drv, fn, "in", in, n * esize, NULL, NULL)) != GS_SUCCESS) ||
+        (st = gs_check_pointer(drv, fn, "offsets", offsets, (num_segments + 1) * sizeof(int64_t), NULL, NULL)) !=
+            GS_SUCCESS ||
+        (st = gs_check_pointer(drv, fn, "out", out, num_segments * osize, NULL, NULL)) != GS_SUCCESS)
         return st;
 
-    int pushed = push_if_needed(drv, ctx->cu);
+    int pushed;
+    if ((st = gs_context_push(ctx, &pushed)) != GS_SUCCESS)
+        return st;
     gs_backend_segmented_args args = {
         .struct_size = sizeof args,
         .dtype = dtype,
@@ -821,6 +862,6 @@ GS_API gs_status gs_segmented_reduce(gs_context *ctx, const void *in, uint64_t n
         st = gs_workspace_get(ctx, args.stream, &args.workspace);
     if (st == GS_SUCCESS)
         st = ops->segmented_reduce(ctx->instance, &args);
-    pop_if(drv, pushed);
+    gs_context_pop(ctx, pushed);
     return st;
 }

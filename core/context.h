@@ -64,6 +64,28 @@ void gs_context_fini(gs_context *ctx);
  * context when there is none). */
 gs_status gs_default_context(const gs_driver *drv, gs_context **out);
 
+/* Helpers of the public entry points (context.c, queue.c). */
+
+/* The driver and, when *ctx is NULL, the default context, as gs_reduce resolves them. */
+gs_status gs_context_resolve(gs_context **ctx, const gs_driver **drv);
+
+/* Makes ctx->cu current for the call unless it already is; *pushed says a gs_context_pop
+ * is owed. */
+gs_status gs_context_push(const gs_context *ctx, int *pushed);
+void gs_context_pop(const gs_context *ctx, int pushed);
+
+/* [p, p + bytes) is memory the device can reach (GS_ERROR_INVALID_POINTER otherwise) and
+ * inside one allocation (GS_ERROR_INVALID_ARGUMENT); `fn` and `name` name the function and
+ * the argument in the message. *start and *memtype, when not NULL, get the allocation's
+ * start (0 if the driver reports no range) and the memory type. */
+gs_status gs_check_pointer(const gs_driver *drv, const char *fn, const char *name, const void *p, uint64_t bytes,
+                           CUdeviceptr *start, unsigned int *memtype);
+
+/* `bytes` of device memory in ctx, zero-filled and waited for, so it is zero for a launch
+ * on any stream; works while some stream is being captured. `what` names it in messages.
+ * Called with ctx->lock held (it guards the private zero-fill stream). */
+gs_status gs_alloc_zeroed(gs_context *ctx, size_t bytes, const char *what, CUdeviceptr *out);
+
 /* The workspace of `stream` in ctx, made on first use; while `stream` is being captured,
  * the capture's own (see gs_capture_slot). ctx->cu must be current. */
 gs_status gs_workspace_get(gs_context *ctx, CUstream stream, CUdeviceptr *buffer);

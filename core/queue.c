@@ -11,61 +11,6 @@
  * counter that atomics update, hence the alignment rule. */
 #define GS_QUEUE_ALIGN 8u
 
-/* The driver, and ctx resolved to the default context when NULL (as in gs_reduce). */
-static gs_status resolve_context(gs_context **ctx, const gs_driver **drv)
-{
-    gs_status st;
-    *drv = gs_driver_get(&st);
-    if (!*drv)
-        return st;
-    if (!*ctx)
-        return gs_default_context(*drv, ctx);
-    return GS_SUCCESS;
-}
-
-/* Makes ctx->cu current for the call unless it already is; *pushed says a pop is owed. */
-static gs_status push_context(const gs_context *ctx, int *pushed)
-{
-    const gs_driver *d = ctx->drv;
-    CUcontext cur = NULL;
-    *pushed = 0;
-    if (d->cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == ctx->cu)
-        return GS_SUCCESS;
-    CUresult rc = d->cuCtxPushCurrent(ctx->cu);
-    if (rc != CUDA_SUCCESS)
-        return gs_cuda_error(d, rc, "cuCtxPushCurrent(the CUDA context of device %d)", ctx->ordinal);
-    *pushed = 1;
-    return GS_SUCCESS;
-}
-
-static void pop_context(const gs_context *ctx, int pushed)
-{
-    CUcontext popped;
-    if (pushed)
-        ctx->drv->cuCtxPopCurrent(&popped);
-}
-
-/* What the driver knows of the memory at `queue`: its type (0: none the device can reach)
- * and the allocation around it. cuPointerGetAttributes does not fail for an unknown
- * address; it reports memory type 0. */
-static gs_status query_queue(const gs_driver *drv, const char *fn, const void *queue, unsigned int *memtype,
-                             CUdeviceptr *start, size_t *size)
-{
-    CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
-                                   CU_POINTER_ATTRIBUTE_RANGE_SIZE};
-    void *data[] = {memtype, start, size};
-    *memtype = 0;
-    *start = 0;
-    *size = 0;
-    CUresult rc = drv->cuPointerGetAttributes(3, attrs, data, (CUdeviceptr)(uintptr_t)queue);
-    if (rc != CUDA_SUCCESS || *memtype == 0)
-        return gs_fail(GS_ERROR_INVALID_POINTER,
-                       "%s: queue = %p is not memory the device can access (not from gs_queue_create or "
-                       "cudaMalloc, or already freed)",
-                       fn, queue);
-    return GS_SUCCESS;
-}
-
 GS_API gs_status gs_queue_create(gs_context *ctx, void **queue)
 {
     gs_clear_error();
@@ -73,45 +18,19 @@ GS_API gs_status gs_queue_create(gs_context *ctx, void **queue)
         return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_queue_create: queue (the output pointer) is NULL");
     *queue = NULL;
     const gs_driver *d;
-    gs_status st = resolve_context(&ctx, &d);
+    gs_status st = gs_context_resolve(&ctx, &d);
     if (st != GS_SUCCESS)
         return st;
     int pushed;
-    if ((st = push_context(ctx, &pushed)) != GS_SUCCESS)
+    if ((st = gs_context_push(ctx, &pushed)) != GS_SUCCESS)
         return st;
-
-    /* As for a stream workspace (core/context.c): the allocation and the fill must work
-     * while some stream is being captured, so the thread's capture mode is relaxed for
-     * them, and the fill goes to the context's private non-blocking stream (a memset on the
-     * legacy stream would join, and break, a global capture) and is waited for, so the
-     * queue is zero for a launch on any stream. */
-    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
-    CUresult rc = d->cuThreadExchangeStreamCaptureMode(&mode);
-    if (rc != CUDA_SUCCESS) {
-        pop_context(ctx, pushed);
-        return gs_cuda_error(d, rc, "gs_queue_create: cuThreadExchangeStreamCaptureMode");
-    }
+    /* As a stream workspace is made (core/context.c): zero for a launch on any stream,
+     * and possible while some stream is being captured. */
     CUdeviceptr p = 0;
-    if ((rc = d->cuMemAlloc(&p, GS_QUEUE_BYTES)) != CUDA_SUCCESS) {
-        p = 0;
-        st = gs_cuda_error(d, rc, "gs_queue_create: cuMemAlloc(%u bytes) on device %d", (unsigned)GS_QUEUE_BYTES,
-                           ctx->ordinal);
-    } else {
-        pthread_mutex_lock(&ctx->lock); /* guards ctx->zero_stream */
-        if (!ctx->zero_stream && (rc = d->cuStreamCreate(&ctx->zero_stream, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS) {
-            ctx->zero_stream = NULL;
-            st = gs_cuda_error(d, rc, "gs_queue_create: cuStreamCreate(non-blocking) for the zero fill");
-        } else if ((rc = d->cuMemsetD8Async(p, 0, GS_QUEUE_BYTES, ctx->zero_stream)) != CUDA_SUCCESS ||
-                   (rc = d->cuStreamSynchronize(ctx->zero_stream)) != CUDA_SUCCESS) {
-            st = gs_cuda_error(d, rc, "gs_queue_create: zero-filling the new queue at 0x%llx", (unsigned long long)p);
-        }
-        pthread_mutex_unlock(&ctx->lock);
-        if (st != GS_SUCCESS)
-            d->cuMemFree(p);
-    }
-    CUstreamCaptureMode restore = mode;
-    d->cuThreadExchangeStreamCaptureMode(&restore);
-    pop_context(ctx, pushed);
+    pthread_mutex_lock(&ctx->lock);
+    st = gs_alloc_zeroed(ctx, GS_QUEUE_BYTES, "a work queue", &p);
+    pthread_mutex_unlock(&ctx->lock);
+    gs_context_pop(ctx, pushed);
     if (st != GS_SUCCESS)
         return st;
     if (p % GS_QUEUE_ALIGN) /* cuMemAlloc aligns to 256 bytes at least */
@@ -133,23 +52,14 @@ GS_API gs_status gs_queue_reset(gs_context *ctx, void *queue, gs_stream stream)
         return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_queue_reset: queue = %p is not aligned to %u bytes", queue,
                        GS_QUEUE_ALIGN);
     const gs_driver *d;
-    gs_status st = resolve_context(&ctx, &d);
+    gs_status st = gs_context_resolve(&ctx, &d);
     if (st != GS_SUCCESS)
         return st;
-    unsigned int memtype;
-    CUdeviceptr start;
-    size_t size;
-    if ((st = query_queue(d, "gs_queue_reset", queue, &memtype, &start, &size)) != GS_SUCCESS)
+    if ((st = gs_check_pointer(d, "gs_queue_reset", "queue", queue, GS_QUEUE_BYTES, NULL, NULL)) != GS_SUCCESS)
         return st;
-    /* Some kinds of memory report no range; then there is nothing more to check. */
-    if (size && (uint64_t)((uintptr_t)queue - start) + GS_QUEUE_BYTES > size)
-        return gs_fail(GS_ERROR_INVALID_ARGUMENT,
-                       "gs_queue_reset: queue = %p + %u bytes runs past the end of its allocation (%zu bytes at "
-                       "0x%llx)",
-                       queue, (unsigned)GS_QUEUE_BYTES, size, (unsigned long long)start);
 
     int pushed;
-    if ((st = push_context(ctx, &pushed)) != GS_SUCCESS)
+    if ((st = gs_context_push(ctx, &pushed)) != GS_SUCCESS)
         return st;
     CUstream s = (CUstream)stream;
     CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -177,7 +87,7 @@ GS_API gs_status gs_queue_reset(gs_context *ctx, void *queue, gs_stream stream)
     if (st == GS_SUCCESS && (rc = d->cuMemsetD8Async((CUdeviceptr)(uintptr_t)queue, 0, GS_QUEUE_BYTES, s)) != CUDA_SUCCESS)
         st = gs_cuda_error(d, rc, "gs_queue_reset: cuMemsetD8Async(queue = %p, %u bytes, stream %p)", queue,
                            (unsigned)GS_QUEUE_BYTES, (void *)s);
-    pop_context(ctx, pushed);
+    gs_context_pop(ctx, pushed);
     return st;
 }
 
@@ -191,13 +101,13 @@ GS_API gs_status gs_queue_destroy(gs_context *ctx, void *queue)
                        "gs_queue_destroy: queue = %p is not aligned to %u bytes, so not from gs_queue_create", queue,
                        GS_QUEUE_ALIGN);
     const gs_driver *d;
-    gs_status st = resolve_context(&ctx, &d);
+    gs_status st = gs_context_resolve(&ctx, &d);
     if (st != GS_SUCCESS)
         return st;
     unsigned int memtype;
     CUdeviceptr start;
-    size_t size;
-    if ((st = query_queue(d, "gs_queue_destroy", queue, &memtype, &start, &size)) != GS_SUCCESS)
+    if ((st = gs_check_pointer(d, "gs_queue_destroy", "queue", queue, GS_QUEUE_BYTES, &start, &memtype)) !=
+        GS_SUCCESS)
         return st;
     if (memtype != CU_MEMORYTYPE_DEVICE || (start && start != (CUdeviceptr)(uintptr_t)queue))
         return gs_fail(GS_ERROR_INVALID_POINTER,
@@ -205,11 +115,11 @@ GS_API gs_status gs_queue_destroy(gs_context *ctx, void *queue)
                        "gs_queue_create",
                        queue);
     int pushed;
-    if ((st = push_context(ctx, &pushed)) != GS_SUCCESS)
+    if ((st = gs_context_push(ctx, &pushed)) != GS_SUCCESS)
         return st;
     CUresult rc = d->cuMemFree((CUdeviceptr)(uintptr_t)queue);
     if (rc != CUDA_SUCCESS)
         st = gs_cuda_error(d, rc, "gs_queue_destroy: cuMemFree(queue = %p)", queue);
-    pop_context(ctx, pushed);
+    gs_context_pop(ctx, pushed);
     return st;
 }
