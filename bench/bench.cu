@@ -53,62 +53,9 @@
 
 #include "gridsync.h"
 
-#ifndef GS_BENCH_BACKEND_DIR
-#  define GS_BENCH_BACKEND_DIR ""
-#endif
+#include "bench_common.cuh"
 
 /* ---- small utilities ------------------------------------------------------------------ */
-
-static std::string strf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static std::string strf(const char *fmt, ...)
-{
-    char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    return buf;
-}
-
-struct BenchError : std::runtime_error {
-    explicit BenchError(const std::string &s) : std::runtime_error(s) {}
-};
-/* GPU work that does not finish: the context cannot be used (or even torn down) any more. */
-struct HangError : BenchError {
-    explicit HangError(const std::string &s) : BenchError(s) {}
-};
-
-#define CK(call)                                                                                          \
-    do {                                                                                                  \
-        cudaError_t e_ = (call);                                                                          \
-        if (e_ != cudaSuccess)                                                                            \
-            throw BenchError(strf("%s:%d: %s: %s (%s)", __FILE__, __LINE__, #call, cudaGetErrorName(e_), \
-                                  cudaGetErrorString(e_)));                                               \
-    } while (0)
-
-typedef std::chrono::steady_clock Clock;
-static const Clock::time_point g_t0 = Clock::now();
-static double elapsed_s() { return std::chrono::duration<double>(Clock::now() - g_t0).count(); }
-
-static double median(std::vector<double> v)
-{
-    if (v.empty())
-        return NAN;
-    std::sort(v.begin(), v.end());
-    size_t m = v.size() / 2;
-    return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
-
-/* CSV-safe: no commas, quotes or newlines in a field. */
-static std::string csv_safe(std::string s)
-{
-    for (char &c : s)
-        if (c == ',' || c == '"' || c == '\n' || c == '\r')
-            c = c == ',' ? ';' : ' ';
-    if (s.size() > 300)
-        s = s.substr(0, 300) + "...";
-    return s;
-}
 
 static std::string pow2_name(uint64_t n)
 {
@@ -152,14 +99,6 @@ static float half_bits_to_float(uint16_t h)
 }
 
 /* ---- device code ----------------------------------------------------------------------- */
-
-__device__ __forceinline__ uint64_t splitmix(uint64_t z)
-{
-    z += 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
 
 /* Fresh random data: floats uniform in [-1, 1) (exact in the type), int32 over its whole
  * range (so integer sums wrap, as they must). */
@@ -296,19 +235,6 @@ static void usage(FILE *f)
             "  --max-seconds X     watchdog: exit 3 after this (default 420)\n");
 }
 
-template <typename F> static void split_list(const std::string &s, F f)
-{
-    size_t a = 0;
-    while (a <= s.size()) {
-        size_t b = s.find(',', a);
-        if (b == std::string::npos)
-            b = s.size();
-        if (b > a)
-            f(s.substr(a, b - a));
-        a = b + 1;
-    }
-}
-
 static int name_index(const char *const *names, int count, const std::string &s)
 {
     for (int i = 0; i < count; i++)
@@ -415,27 +341,6 @@ static Options parse(int argc, char **argv)
     return o;
 }
 
-/* ---- the watchdog ---------------------------------------------------------------------- */
-
-static std::mutex g_wd_mu;
-static std::condition_variable g_wd_cv;
-static bool g_wd_done;
-static FILE *g_csv;
-
-static void watchdog(double seconds)
-{
-    std::unique_lock<std::mutex> lk(g_wd_mu);
-    if (g_wd_cv.wait_for(lk, std::chrono::duration<double>(seconds), [] { return g_wd_done; }))
-        return;
-    fprintf(stderr, "\n!!! WATCHDOG: still running after %.0f s; exiting (status 3). The CSV holds the rows written so far.\n",
-            seconds);
-    fflush(stdout);
-    fflush(stderr);
-    if (g_csv)
-        fflush(g_csv);
-    _exit(3);
-}
-
 /* ---- the sweep ------------------------------------------------------------------------- */
 
 struct Impl {
@@ -507,13 +412,7 @@ struct Bench {
 
     void setup()
     {
-        int count = 0;
-        cudaError_t e = cudaGetDeviceCount(&count);
-        if (e != cudaSuccess || count == 0) {
-            printf("no CUDA device (%s): nothing to measure\n", e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
-            fflush(stdout);
-            _exit(77); /* no teardown: the watchdog thread is still waiting */
-        }
+        const int count = device_count_or_exit77("", "");
         if (o.device < 0 || o.device >= count)
             throw BenchError(strf("--device %d: there are %d devices", o.device, count));
         CK(cudaSetDevice(o.device));
@@ -552,12 +451,7 @@ struct Bench {
         CK(cudaMalloc(&d_out, 4096));
 
         /* gridsync: one context per backend; the backend is chosen at creation. */
-        const char *bp = getenv("GRIDSYNC_BACKEND_PATH");
-        if ((!bp || !*bp) && GS_BENCH_BACKEND_DIR[0]) {
-            setenv("GRIDSYNC_BACKEND_PATH", GS_BENCH_BACKEND_DIR, 1);
-            bp = GS_BENCH_BACKEND_DIR;
-        }
-        printf("GRIDSYNC_BACKEND_PATH=%s\n", bp ? bp : "(unset)");
+        use_backend_path();
         const char *saved = getenv("GRIDSYNC_BACKEND");
         std::string saved_backend = saved ? saved : "";
         size_t slot = 0;
@@ -791,16 +685,7 @@ struct Bench {
      * but gives up after `seconds`: a kernel that never ends must not hang the sweep. */
     void wait_event(cudaEvent_t ev, const char *what, double seconds = 30.0)
     {
-        const auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
-        for (;;) {
-            cudaError_t e = cudaEventQuery(ev);
-            if (e == cudaSuccess)
-                return;
-            if (e != cudaErrorNotReady)
-                throw BenchError(strf("waiting for %s: %s (%s)", what, cudaGetErrorName(e), cudaGetErrorString(e)));
-            if (Clock::now() > deadline)
-                throw HangError(strf("waiting for %s: not finished after %.0f s (a hung kernel?)", what, seconds));
-        }
+        wait_event_for(ev, what, seconds, false);
     }
 
     /* Everything queued on the stream so far, with the same limit. */
@@ -1407,28 +1292,20 @@ int main(int argc, char **argv)
     Bench b;
     b.o = o;
     b.seed = o.seed ? o.seed : (uint64_t)std::chrono::system_clock::now().time_since_epoch().count();
-    g_csv = fopen(o.csv.c_str(), "w");
-    if (!g_csv) {
-        fprintf(stderr, "gridsync-bench: cannot write %s: %s\n", o.csv.c_str(), strerror(errno));
+    if (!open_csv("gridsync-bench", o.csv,
+                  "gpu,backend,dtype,op,n,log2n,bytes,impl,mode,runs,calls_per_run,time_us_median,time_us_min,"
+                  "time_us_max,gbps,frac_copy_bw,frac_peak,ratio_vs_cub,check,note\n"))
         return 1;
-    }
-    fprintf(g_csv, "gpu,backend,dtype,op,n,log2n,bytes,impl,mode,runs,calls_per_run,time_us_median,time_us_min,"
-                   "time_us_max,gbps,frac_copy_bw,frac_peak,ratio_vs_cub,check,note\n");
-    fflush(g_csv);
     if (o.selftest)
         return selftest(b);
-    std::thread wd(watchdog, o.max_seconds);
-    wd.detach();
+    watchdog_start(o.max_seconds);
     printf("gridsync-bench: seed %" PRIu64 " (--seed to replay), %d runs of ~%.2f ms per measurement, watchdog %.0f s\n",
            b.seed, o.runs, o.target_ms, o.max_seconds);
     try {
         b.setup();
         b.allocate();
     } catch (const std::exception &e) {
-        fprintf(stderr, "gridsync-bench: setup failed: %s\n", e.what());
-        fflush(g_csv);
-        fflush(stdout);
-        _exit(1); /* skip teardown: after a failed CUDA call it may block */
+        setup_failed("gridsync-bench", e.what());
     }
 
     try {
@@ -1505,14 +1382,10 @@ int main(int argc, char **argv)
             fprintf(stderr, "!!! at the end: %s\n", e.what());
         }
     }
-    {
-        std::lock_guard<std::mutex> lk(g_wd_mu);
-        g_wd_done = true;
-    }
-    g_wd_cv.notify_all();
+    watchdog_stop();
     fflush(stdout);
     fflush(stderr);
     /* _exit: no teardown of statics under the detached watchdog thread, and none of a
      * context that may be stuck. */
-    _exit(b.aborted ? 3 : (b.mismatches || b.errors) ? 2 : 0);
+    _exit(final_status(b.aborted, b.mismatches, b.errors));
 }

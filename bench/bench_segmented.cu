@@ -55,61 +55,9 @@
 
 #include "gridsync.h"
 
-#ifndef GS_BENCH_BACKEND_DIR
-#  define GS_BENCH_BACKEND_DIR ""
-#endif
+#include "bench_common.cuh"
 
 /* ---- small utilities ------------------------------------------------------------------ */
-
-static std::string strf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static std::string strf(const char *fmt, ...)
-{
-    char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    return buf;
-}
-
-struct BenchError : std::runtime_error {
-    explicit BenchError(const std::string &s) : std::runtime_error(s) {}
-};
-/* GPU work that does not finish: the context cannot be used (or even torn down) any more. */
-struct HangError : BenchError {
-    explicit HangError(const std::string &s) : BenchError(s) {}
-};
-
-#define CK(call)                                                                                          \
-    do {                                                                                                  \
-        cudaError_t e_ = (call);                                                                          \
-        if (e_ != cudaSuccess)                                                                            \
-            throw BenchError(strf("%s:%d: %s: %s (%s)", __FILE__, __LINE__, #call, cudaGetErrorName(e_), \
-                                  cudaGetErrorString(e_)));                                               \
-    } while (0)
-
-typedef std::chrono::steady_clock Clock;
-static const Clock::time_point g_t0 = Clock::now();
-static double elapsed_s() { return std::chrono::duration<double>(Clock::now() - g_t0).count(); }
-
-static double median(std::vector<double> v)
-{
-    if (v.empty())
-        return NAN;
-    std::sort(v.begin(), v.end());
-    size_t m = v.size() / 2;
-    return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
-
-static std::string csv_safe(std::string s)
-{
-    for (char &c : s)
-        if (c == ',' || c == '"' || c == '\n' || c == '\r')
-            c = c == ',' ? ';' : ' ';
-    if (s.size() > 300)
-        s = s.substr(0, 300) + "...";
-    return s;
-}
 
 static std::string count_name(uint64_t n)
 {
@@ -139,24 +87,15 @@ struct Rng {
     explicit Rng(uint64_t seed) : s(seed) {}
     uint64_t next()
     {
-        uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        return z ^ (z >> 31);
+        const uint64_t z = s;
+        s += 0x9e3779b97f4a7c15ull;
+        return splitmix(z); /* splitmix adds that increment itself */
     }
     uint64_t below(uint64_t m) { return next() % m; } /* bias negligible for small m */
     double unit_open0() { return (double)((next() >> 11) + 1) * 0x1p-53; } /* (0, 1] */
 };
 
 /* ---- device code ----------------------------------------------------------------------- */
-
-__host__ __device__ __forceinline__ uint64_t splitmix(uint64_t z)
-{
-    z += 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
 
 /* Fresh random data. integers 0: uniform in [-1, 1) (multiples of 2^-23, exact in float);
  * 1: -1, 0 or 1 (every partial sum exact in float while it stays below 2^24). */
@@ -221,19 +160,6 @@ static void usage(FILE *f)
             "  --device N          CUDA device ordinal (default 0)\n"
             "  --max-seconds X     watchdog: exit 3 after this (default 150)\n"
             "  --selftest-summary  no GPU: made-up timings through the CSV and summary code\n");
-}
-
-template <typename F> static void split_list(const std::string &s, F f)
-{
-    size_t a = 0;
-    while (a <= s.size()) {
-        size_t b = s.find(',', a);
-        if (b == std::string::npos)
-            b = s.size();
-        if (b > a)
-            f(s.substr(a, b - a));
-        a = b + 1;
-    }
 }
 
 static Options parse(int argc, char **argv)
@@ -376,27 +302,6 @@ static Layout make_layout(int id, bool quick, double alpha, uint64_t seed)
     return L;
 }
 
-/* ---- the watchdog ---------------------------------------------------------------------- */
-
-static std::mutex g_wd_mu;
-static std::condition_variable g_wd_cv;
-static bool g_wd_done;
-static FILE *g_csv;
-
-static void watchdog(double seconds)
-{
-    std::unique_lock<std::mutex> lk(g_wd_mu);
-    if (g_wd_cv.wait_for(lk, std::chrono::duration<double>(seconds), [] { return g_wd_done; }))
-        return;
-    fprintf(stderr, "\n!!! WATCHDOG: still running after %.0f s; exiting (status 3). The CSV holds the rows written so far.\n",
-            seconds);
-    fflush(stdout);
-    fflush(stderr);
-    if (g_csv)
-        fflush(g_csv);
-    _exit(3);
-}
-
 /* ---- the benchmark --------------------------------------------------------------------- */
 
 struct Impl {
@@ -470,14 +375,7 @@ struct Bench {
 
     void setup()
     {
-        int count = 0;
-        cudaError_t e = cudaGetDeviceCount(&count);
-        if (e != cudaSuccess || count == 0) {
-            printf("gridsync-bench-segmented: no CUDA device (%s): nothing to measure (exit 77)\n",
-                   e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
-            fflush(stdout);
-            _exit(77); /* no teardown: the watchdog thread is still waiting */
-        }
+        const int count = device_count_or_exit77("gridsync-bench-segmented: ", " (exit 77)");
         if (o.device < 0 || o.device >= count)
             throw BenchError(strf("--device %d: there are %d devices", o.device, count));
         CK(cudaSetDevice(o.device));
@@ -500,12 +398,7 @@ struct Bench {
         CK(cudaEventCreate(&ev1));
 
         /* gridsync: one context per backend; the backend is chosen at creation. */
-        const char *bp = getenv("GRIDSYNC_BACKEND_PATH");
-        if ((!bp || !*bp) && GS_BENCH_BACKEND_DIR[0]) {
-            setenv("GRIDSYNC_BACKEND_PATH", GS_BENCH_BACKEND_DIR, 1);
-            bp = GS_BENCH_BACKEND_DIR;
-        }
-        printf("GRIDSYNC_BACKEND_PATH=%s\n", bp ? bp : "(unset)");
+        use_backend_path();
         const char *saved = getenv("GRIDSYNC_BACKEND");
         std::string saved_backend = saved ? saved : "";
         for (const std::string &b : o.backends) {
@@ -614,17 +507,7 @@ struct Bench {
     /* Waits for ev (polling), giving up after `seconds`: a hung kernel must not hang us. */
     void wait_event(cudaEvent_t ev, const char *what, double seconds = 30.0)
     {
-        const auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
-        for (;;) {
-            cudaError_t e = cudaEventQuery(ev);
-            if (e == cudaSuccess)
-                return;
-            if (e != cudaErrorNotReady)
-                throw BenchError(strf("waiting for %s: %s (%s)", what, cudaGetErrorName(e), cudaGetErrorString(e)));
-            if (Clock::now() > deadline)
-                throw HangError(strf("waiting for %s: not finished after %.0f s (a hung kernel?)", what, seconds));
-            std::this_thread::yield();
-        }
+        wait_event_for(ev, what, seconds, true);
     }
 
     void sync_stream(const char *what, double seconds = 30.0)
@@ -1112,18 +995,13 @@ int main(int argc, char **argv)
     Bench b;
     b.o = o;
     b.seed = o.seed ? o.seed : (uint64_t)std::chrono::system_clock::now().time_since_epoch().count();
-    g_csv = fopen(o.csv.c_str(), "w");
-    if (!g_csv) {
-        fprintf(stderr, "gridsync-bench-segmented: cannot write %s: %s\n", o.csv.c_str(), strerror(errno));
+    if (!open_csv("gridsync-bench-segmented", o.csv,
+                  "layout,impl,backend,n,num_segments,median_us,min_us,max_us,gbps,ratio_vs_cub,runs,calls_per_run,"
+                  "bytes,check,gpu,note\n"))
         return 1;
-    }
-    fprintf(g_csv, "layout,impl,backend,n,num_segments,median_us,min_us,max_us,gbps,ratio_vs_cub,runs,calls_per_run,"
-                   "bytes,check,gpu,note\n");
-    fflush(g_csv);
     if (o.selftest)
         return selftest(b);
-    std::thread wd(watchdog, o.max_seconds);
-    wd.detach();
+    watchdog_start(o.max_seconds);
     printf("gridsync-bench-segmented: data seed %" PRIu64 " (--seed to replay), layout seed %" PRIu64
            ", %d runs of %d calls, watchdog %.0f s%s\n",
            b.seed, o.layout_seed, o.runs, o.calls, o.max_seconds, o.quick ? ", --quick" : "");
@@ -1135,10 +1013,7 @@ int main(int argc, char **argv)
             layouts.push_back(make_layout(id, o.quick, o.alpha, o.layout_seed));
         b.allocate(layouts);
     } catch (const std::exception &e) {
-        fprintf(stderr, "gridsync-bench-segmented: setup failed: %s\n", e.what());
-        fflush(g_csv);
-        fflush(stdout);
-        _exit(1); /* skip teardown: after a failed CUDA call it may block */
+        setup_failed("gridsync-bench-segmented", e.what());
     }
 
     for (size_t li = 0; li < layouts.size(); li++) {
@@ -1187,12 +1062,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "!!! at the end: %s\n", e.what());
         }
     }
-    {
-        std::lock_guard<std::mutex> lk(g_wd_mu);
-        g_wd_done = true;
-    }
-    g_wd_cv.notify_all();
+    watchdog_stop();
     fflush(stdout);
     fflush(stderr);
-    _exit(b.aborted ? 3 : (b.mismatches || b.errors) ? 2 : 0);
+    _exit(final_status(b.aborted, b.mismatches, b.errors));
 }

@@ -18,6 +18,8 @@ import os
 import sys
 from collections import defaultdict
 
+from plot_common import fnum, pyplot
+
 TARGETS = [(18, 0.6), (25, 0.85), (64, 1.0)]  # n <= 2^k: gridsync/CUB time ratio at most this
 
 
@@ -28,14 +30,6 @@ def target(log2n):
     return 1.0
 
 
-def fnum(s):
-    try:
-        v = float(s)
-        return v if math.isfinite(v) else None
-    except (TypeError, ValueError):
-        return None
-
-
 def main():
     if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
         print(__doc__)
@@ -43,13 +37,8 @@ def main():
     path = sys.argv[1]
     outdir = sys.argv[2] if len(sys.argv) > 2 else (os.path.dirname(os.path.abspath(path)) or ".")
     os.makedirs(outdir, exist_ok=True)
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as e:
-        print(f"plot.py: matplotlib is not available ({e}): no PNG written", file=sys.stderr)
+    plt = pyplot("plot.py")
+    if plt is None:
         return 0
 
     rows = []

@@ -11,20 +11,13 @@ that failed its check or was not measured has no bar (and is named under the axi
 Only the standard library and matplotlib; a missing matplotlib is reported, not fatal (exit 0).
 """
 import csv
-import math
 import os
 import sys
 
+from plot_common import fnum, pyplot
+
 TARGETS = {"uniform": 1.0, "powerlaw": 2.0, "giant": 2.0, "tiny": 1.0}
 LAYOUT_ORDER = ["uniform", "powerlaw", "giant", "tiny"]
-
-
-def fnum(s):
-    try:
-        v = float(s)
-        return v if math.isfinite(v) else None
-    except (TypeError, ValueError):
-        return None
 
 
 def label_of(row):
@@ -40,13 +33,8 @@ def main():
         return 0 if len(sys.argv) >= 2 else 2
     path = sys.argv[1]
     out = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(os.path.abspath(path)), "segmented.png")
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as e:
-        print(f"plot_segmented.py: matplotlib is not available ({e}): no PNG written", file=sys.stderr)
+    plt = pyplot("plot_segmented.py")
+    if plt is None:
         return 0
 
     with open(path, newline="") as f:

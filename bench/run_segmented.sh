@@ -26,77 +26,16 @@ root=$PWD
 builddir=${BUILDDIR:-build-bench}
 archs=${ARCHS:-90}
 timeout_s=${BENCH_TIMEOUT:-180}
-if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
-    PATH=/usr/local/cuda/bin:$PATH
-    export PATH
-fi
-exec > >(tee "$out/run.log") 2>&1
+. bench/common.sh || exit 1
+bench_start
 
-step() { printf '\n=== %s (%s)\n' "$*" "$(date +%T)"; }
-t_start=$(date +%s)
-
-for tool in meson ninja nvcc; do
-    command -v "$tool" >/dev/null 2>&1 || { echo "run_segmented.sh: $tool not found (PATH=$PATH)"; exit 1; }
-done
-
-step "machine"
-{
-    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-    echo "host: $(hostname)"
-    echo "command: bash bench/run_segmented.sh $out $*"
-    echo "repo: $root"
-    if git -C "$root" rev-parse HEAD >/dev/null 2>&1; then
-        echo "git commit: $(git -C "$root" rev-parse HEAD)"
-        dirty=$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null | wc -l)
-        echo "git: $dirty tracked files modified against that commit"
-        git -C "$root" status --porcelain --untracked-files=no 2>/dev/null | sed 's/^/  /'
-    else
-        echo "git commit: unknown (no .git in this copy of the tree)"
-    fi
-    # Identifies the exact sources even without git (or with uncommitted changes).
-    echo "source checksum (api core backends bench meson files): $(cd "$root" &&
-        find api core backends bench meson.build meson_options.txt -type f \( -name '*.c' -o -name '*.h' \
-            -o -name '*.cu' -o -name '*.cuh' -o -name '*.py' -o -name '*.sh' -o -name '*.map' -o -name 'meson*' \) \
-            -print0 2>/dev/null | sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)"
-    echo "build: BUILDDIR=$builddir ARCHS=$archs"
-    echo
-    echo "nvidia-smi:"
-    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem,power.limit,pci.bus_id \
-        --format=csv 2>&1 | sed 's/^/  /'
-    nvidia-smi 2>&1 | sed 's/^/  /'
-    echo "nvcc: $(nvcc --version | tail -2 | tr '\n' ' ')"
-    echo "meson: $(meson --version), ninja: $(ninja --version)"
-} >"$out/env.txt" 2>&1
-cat "$out/env.txt"
-
-step "build (cuda-archs=$archs, -Dbench=enabled)"
-# A build folder configured for another source tree (e.g. copied from elsewhere) is redone;
-# one configured for this tree (bench/run.sh's, or any other) is reused as it is.
-if [ -f "$builddir/build.ninja" ] &&
-    ! grep -q "\"source\": \"$root\"" "$builddir/meson-info/meson-info.json" 2>/dev/null; then
-    echo "run_segmented.sh: $builddir was configured for another source tree: starting it afresh"
-    rm -rf "$builddir"
-fi
-if [ ! -f "$builddir/build.ninja" ]; then
-    meson setup "$builddir" -Dcuda-archs="$archs" -Dbench=enabled -Dtests=false -Dtool=false \
-        >"$out/build.log" 2>&1 || { tail -40 "$out/build.log"; echo "run_segmented.sh: meson setup failed"; exit 1; }
-else
-    echo "reusing $builddir (its cuda-archs as configured there)"
-    meson configure "$builddir" -Dbench=enabled >>"$out/build.log" 2>&1 ||
-        { tail -40 "$out/build.log"; echo "run_segmented.sh: meson configure failed"; exit 1; }
-fi
-if ! ninja -C "$builddir" >>"$out/build.log" 2>&1; then
-    # Something else in the tree may not build; what this benchmark needs may still.
-    tail -30 "$out/build.log"
-    targets=$(ninja -C "$builddir" -t targets all 2>/dev/null | grep -o '^backends/gridsync-[A-Za-z0-9_]*\.so' | sort -u)
-    echo "run_segmented.sh: the full build failed; building only the benchmark and the backends:" $targets
-    ninja -C "$builddir" bench/gridsync-bench-segmented $targets >>"$out/build.log" 2>&1 ||
-        { tail -60 "$out/build.log"; echo "run_segmented.sh: build failed"; exit 1; }
-fi
-case $builddir in /*) builddir_abs=$builddir ;; *) builddir_abs=$root/$builddir ;; esac
-[ -x "$builddir/bench/gridsync-bench-segmented" ] ||
-    { echo "run_segmented.sh: $builddir/bench/gridsync-bench-segmented was not built"; exit 1; }
-echo "built in $(($(date +%s) - t_start)) s: $builddir/bench/gridsync-bench-segmented"
+bench_check_tools run_segmented.sh
+bench_machine_step run_segmented.sh "$@"
+# An existing build folder configured for this tree (bench/run.sh's, or any other) is
+# reused as it is; if something else in the tree does not build, only the benchmark and
+# the backends are.
+bench_build_step run_segmented.sh gridsync-bench-segmented --reuse-note --partial
+bench_builddir_abs
 
 step "benchmark"
 bench=("$builddir/bench/gridsync-bench-segmented" --csv "$out/segmented.csv" --summary "$out/segmented_summary.txt" "$@")
