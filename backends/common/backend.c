@@ -45,11 +45,12 @@ typedef struct kernel_entry {
 struct gs_backend_instance {
     gs_backend_device dev;
     CUmodule module;
-    /* Per kernel of kernels[]: its function, and how many blocks are resident at once on
-     * the whole device (the grid size that fills it). */
+    /* Per kernel of kernels[]: its function, and the most blocks grid_for() launches
+     * (GS_GRID_THREADS_PER_SM's worth per multiprocessor, at most what is resident). */
     CUfunction fn[GS_NKERNELS];
     unsigned int max_blocks[GS_NKERNELS];
-    /* The same for the segmented reduction's kernels, seg_kernels[]. */
+    /* The same for the segmented reduction's kernels, seg_kernels[], whose cap is what is
+     * resident (its blocks take work from a queue). */
     CUfunction seg_fn[GS_NSEG_KERNELS];
     unsigned int seg_max_blocks[GS_NSEG_KERNELS];
 };
@@ -158,11 +159,14 @@ static gs_status be_open(const gs_backend_device *dev, gs_backend_instance **out
             gs_status st = cuda_fail(rc, what);
             return st == GS_ERROR_CUDA ? GS_ERROR_BACKEND_INIT_FAILED : st;
         }
-        unsigned int blocks = (unsigned int)(per_sm > 0 ? per_sm : 1) * (unsigned int)dev->multiprocessor_count;
+        if (per_sm < 1)
+            per_sm = 1;
         if (seg) {
             inst->seg_fn[k - GS_NKERNELS] = f;
-            inst->seg_max_blocks[k - GS_NKERNELS] = blocks;
+            inst->seg_max_blocks[k - GS_NKERNELS] = (unsigned int)per_sm * (unsigned int)dev->multiprocessor_count;
         } else {
+            const int cap = GS_GRID_THREADS_PER_SM / GS_BACKEND_BLOCK > 0 ? GS_GRID_THREADS_PER_SM / GS_BACKEND_BLOCK : 1;
+            const unsigned int blocks = (unsigned int)(per_sm < cap ? per_sm : cap) * (unsigned int)dev->multiprocessor_count;
             inst->fn[k] = f;
             inst->max_blocks[k] = blocks < GS_MAX_BLOCKS ? blocks : GS_MAX_BLOCKS;
         }
@@ -194,9 +198,9 @@ static uint64_t be_workspace_size(const gs_backend_instance *inst)
 }
 
 /* Blocks for n elements: enough that every thread has about two 16-byte vectors (so the
- * whole input is in flight at once for small n), at most what is resident on the device
- * (each thread then loops), and one block when a block covers everything in one trip (no
- * partials, no ticket). */
+ * whole input is in flight at once for small n), at most max_blocks (each thread then
+ * loops), and one block when a block covers everything in one trip (no partials, no
+ * ticket). */
 static unsigned int grid_for(const gs_backend_instance *inst, int k, gs_dtype dtype, uint64_t n)
 {
     const uint64_t per_vec = 16 / gs_dtype_size(dtype);

@@ -41,6 +41,13 @@
 #define GS_SEG_QUEUE_OFFSET 16
 #define GS_WORKSPACE_BYTES 65536
 
+/* gs_reduce's grid: at most this many threads per multiprocessor (3 blocks of 256), even
+ * where more would be resident. Measured on an H100 (bench/tune.sh, bench/NOTES.md v6):
+ * from 2^20 elements up, 2 .. 3 blocks per multiprocessor beat a full device by up to
+ * 12 % (fewer partials for the last block, less contention in L2); below that the grid
+ * is smaller anyway. */
+#define GS_GRID_THREADS_PER_SM 768
+
 /* Segmented reduction: bytes of one chunk slot for op (ARGMIN/ARGMAX accumulators are a
  * value and an int64 index); the chunk counters, at a fixed place for every op (a later
  * launch's slots must never land on counters that must stay zero), clear of gs_reduce's

@@ -16,8 +16,10 @@
  *                                  expected-th to arrive (the last); a barrier
  * and, for the segmented reduction (segmented.cuh):
  *   Policy::kGroup                 threads that work on one medium segment together
+ *   Policy::kGroupAlone            whether group_reduce holds no block-wide barrier, so a
+ *                                  group with nothing to do may skip it
  *   Policy::group_reduce<Op>(v, s) their combination, valid in the group's first thread
- *   Policy::block_any(p)           whether p holds in any thread; a barrier
+ *   Policy::block_any2(p, q)       bit 0: whether p holds in any thread, bit 1: q; a barrier
  *   Policy::block_count(p)         in how many threads p holds; a barrier
  * Everything else - the grid-stride loop, head/tail handling, the fences and the
  * protocol of DESIGN.md - is here.
@@ -124,21 +126,44 @@ template <typename T, typename Out> struct OpProd : OpSum<T, Out> {
     static __device__ __forceinline__ Acc combine(Acc a, Acc b) { return a * b; }
 };
 
-/* MIN/MAX propagate NaN: once either side is NaN the result is NaN. */
+/* min/max that propagate NaN: once either side is NaN the result is NaN (which NaN is
+ * not specified, docs/semantics.md §3). float32 (also the accumulator of the 16-bit
+ * floats) uses the one-instruction NaN-propagating min/max of compute capability 8.0+. */
+template <typename W> struct NanMinMax {
+    static __device__ __forceinline__ W min(W a, W b) { return is_nan(a) ? a : (is_nan(b) || b < a) ? b : a; }
+    static __device__ __forceinline__ W max(W a, W b) { return is_nan(a) ? a : (is_nan(b) || a < b) ? b : a; }
+};
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+template <> struct NanMinMax<float> {
+    static __device__ __forceinline__ float min(float a, float b)
+    {
+        float r;
+        asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+        return r;
+    }
+    static __device__ __forceinline__ float max(float a, float b)
+    {
+        float r;
+        asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+        return r;
+    }
+};
+#endif
+
 template <typename T, typename Out> struct OpMin {
     typedef T In;
     typedef Out OutT;
     typedef typename Wide<T>::type Acc;
     static __device__ __forceinline__ Acc identity() { return Bounds<T>::highest(); }
     static __device__ __forceinline__ Acc lift(T x, int64_t) { return widen(x); }
-    static __device__ __forceinline__ Acc combine(Acc a, Acc b) { return is_nan(a) ? a : (is_nan(b) || b < a) ? b : a; }
+    static __device__ __forceinline__ Acc combine(Acc a, Acc b) { return NanMinMax<Acc>::min(a, b); }
     static __device__ __forceinline__ Out result(Acc a) { return Narrow<Out, Acc>::from(a); }
 };
 
 template <typename T, typename Out> struct OpMax : OpMin<T, Out> {
     typedef typename OpMin<T, Out>::Acc Acc;
     static __device__ __forceinline__ Acc identity() { return Bounds<T>::lowest(); }
-    static __device__ __forceinline__ Acc combine(Acc a, Acc b) { return is_nan(a) ? a : (is_nan(b) || a < b) ? b : a; }
+    static __device__ __forceinline__ Acc combine(Acc a, Acc b) { return NanMinMax<Acc>::max(a, b); }
 };
 
 /* ARGMIN/ARGMAX: the int64 index of the first minimum (maximum); a NaN beats every
@@ -169,22 +194,23 @@ template <typename T, typename Out, bool kMax> struct OpArgBase {
         a.i = i;
         return a;
     }
+    /* Written as one predicate and two selects, without early returns: the block and
+     * warp reductions shuffle between calls of it, and a branchy combine made the
+     * compiler treat those shuffles as possibly divergent (a second, collective copy of
+     * each) and tripled the kernel's code. */
     static __device__ __forceinline__ Acc combine(Acc a, Acc b)
     {
-        if (a.i < 0)
-            return b;
-        if (b.i < 0)
-            return a;
         const bool an = is_nan(a.v), bn = is_nan(b.v);
-        if (an != bn)
-            return an ? a : b;
-        if (!an) {
-            if (kMax ? a.v < b.v : b.v < a.v)
-                return b;
-            if (kMax ? b.v < a.v : a.v < b.v)
-                return a;
-        }
-        return b.i < a.i ? b : a;
+        const bool b_better = kMax ? a.v < b.v : b.v < a.v;
+        const bool a_better = kMax ? b.v < a.v : a.v < b.v;
+        /* a and b both hold an element: the NaN, else the better value, else (equal
+         * values or two NaNs) the lower index */
+        const bool b_wins = an != bn ? bn : (!an && b_better) || (!(!an && a_better) && b.i < a.i);
+        const bool take_b = a.i < 0 || (b.i >= 0 && b_wins);
+        Acc r;
+        r.v = take_b ? b.v : a.v;
+        r.i = take_b ? b.i : a.i;
+        return r;
     }
     static __device__ __forceinline__ int64_t result(Acc a) { return a.i; }
 };
@@ -240,6 +266,77 @@ template <typename Op> struct Accum {
     }
 };
 
+/* VecBest<T, kMax>::best(v, m): m = the largest (kMax) or smallest element of the vector,
+ * and whether the vector may hold a NaN (then m is meaningless and the caller scans
+ * exactly). same(x, m): whether element x equals m, for a vector without NaNs. Generic:
+ * the min/max of the elements and a NaN test of each; float32 and the 16-bit floats use
+ * the NaN-propagating min/max of compute capability 8.0+ (one instruction, and a NaN
+ * anywhere makes m NaN), pairwise for the 16-bit types. Signed zeros compare equal, as
+ * in the operation itself. */
+template <typename T, bool kMax> struct VecBest {
+    typedef typename Wide<T>::type M;
+    template <int kPer> static __device__ __forceinline__ bool best(const T (&v)[kPer], M &m)
+    {
+        M w = widen(v[0]);
+        bool nan = is_nan(w);
+#pragma unroll
+        for (int k = 1; k < kPer; k++) {
+            const M x = widen(v[k]);
+            w = kMax ? vmax(w, x) : vmin(w, x);
+            nan |= is_nan(x);
+        }
+        m = w;
+        return nan;
+    }
+    static __device__ __forceinline__ bool same(T x, M m) { return widen(x) == m; }
+};
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+template <bool kMax> struct VecBest<float, kMax> {
+    typedef float M;
+    static __device__ __forceinline__ float pick(float a, float b)
+    {
+        return kMax ? NanMinMax<float>::max(a, b) : NanMinMax<float>::min(a, b);
+    }
+    template <int kPer> static __device__ __forceinline__ bool best(const float (&v)[kPer], float &m)
+    {
+        m = v[0];
+#pragma unroll
+        for (int k = 1; k < kPer; k++)
+            m = pick(m, v[k]);
+        return m != m;
+    }
+    static __device__ __forceinline__ bool same(float x, float m) { return x == m; }
+};
+
+/* __half and __nv_bfloat16: pairs with the packed NaN-propagating min/max, then the two
+ * halves of the last pair. */
+template <typename H, typename H2, bool kMax> struct VecBestHalf {
+    typedef H M;
+    static __device__ __forceinline__ H2 pick2(H2 a, H2 b) { return kMax ? __hmax2_nan(a, b) : __hmin2_nan(a, b); }
+    static __device__ __forceinline__ H pick(H a, H b) { return kMax ? __hmax_nan(a, b) : __hmin_nan(a, b); }
+    template <int kPer> static __device__ __forceinline__ bool best(const H (&v)[kPer], H &m)
+    {
+        static_assert(kPer % 2 == 0, "16-bit vectors hold pairs");
+        H2 p;
+        memcpy(&p, &v[0], sizeof p);
+#pragma unroll
+        for (int k = 2; k < kPer; k += 2) {
+            H2 q;
+            memcpy(&q, &v[k], sizeof q);
+            p = pick2(p, q);
+        }
+        H half[2];
+        memcpy(half, &p, sizeof p);
+        m = pick(half[0], half[1]);
+        return __hisnan(m);
+    }
+    static __device__ __forceinline__ bool same(H x, H m) { return __heq(x, m); }
+};
+template <bool kMax> struct VecBest<__half, kMax> : VecBestHalf<__half, __half2, kMax> {};
+template <bool kMax> struct VecBest<__nv_bfloat16, kMax> : VecBestHalf<__nv_bfloat16, __nv_bfloat162, kMax> {};
+#endif
+
 template <typename T, typename Out, bool kMax> struct AccumArg {
     typedef OpArgBase<T, Out, kMax> Base;
     typedef typename Base::V V;
@@ -261,33 +358,40 @@ template <typename T, typename Out, bool kMax> struct AccumArg {
     {
         return merge(a, widen(x), i);
     }
-    /* One vector. Fast path: the vector's extreme (one min/max instruction per element)
-     * and whether it holds a NaN; when neither can replace the accumulator - the usual
-     * case once a thread has seen a few vectors of random data - nothing else is done.
-     * Otherwise the exact scan, element by element (first best wins). */
+    /* One vector, without a branch per element: its best value m (VecBest: kPer - 1
+     * min/max instructions), the position of m's first occurrence (a compare and a select
+     * per element), then one merge into the accumulator. The vector's own best decides,
+     * since every element of the vector comes after everything in the accumulator and
+     * before everything folded later. A vector holding a NaN (VecBest may also say so
+     * when unsure: the answer is the same) takes the exact scan, element by element. No
+     * thread waits on a data-dependent branch for numbers; the earlier version skipped
+     * vectors that could not improve the accumulator, which diverged within a warp
+     * whenever one thread's vector could - nearly always while threads have seen few
+     * vectors, i.e. at every size below ~2^26. */
     template <int kPer>
     static __device__ __forceinline__ typename Base::Acc add_vec(typename Base::Acc a, const T (&v)[kPer],
                                                                  uint64_t first)
     {
-        V x[kPer];
+        typename VecBest<T, kMax>::M m;
+        if (VecBest<T, kMax>::template best<kPer>(v, m)) {
 #pragma unroll
-        for (int k = 0; k < kPer; k++)
-            x[k] = widen(v[k]);
-        V m = x[0];
-        bool nan = is_nan(x[0]);
-#pragma unroll
-        for (int k = 1; k < kPer; k++) {
-            m = kMax ? vmax(m, x[k]) : vmin(m, x[k]);
-            nan |= is_nan(x[k]);
-        }
-        if (a.i >= 0 && !nan && !better(a.v, m))
+            for (int k = 0; k < kPer; k++)
+                a = merge(a, widen(v[k]), (int64_t)(first + (uint64_t)k));
             return a;
+        }
+        int pos = kPer - 1;
 #pragma unroll
-        for (int k = 0; k < kPer; k++)
-            a = merge(a, x[k], (int64_t)(first + (uint64_t)k));
+        for (int k = kPer - 2; k >= 0; k--)
+            pos = VecBest<T, kMax>::same(v[k], m) ? k : pos;
+        const V mv = widen(m); /* not a NaN */
+        if (a.i < 0 || (!is_nan(a.v) && (kMax ? a.v < mv : mv < a.v))) {
+            a.v = mv;
+            a.i = (int64_t)(first + (uint64_t)pos);
+        }
         return a;
     }
 };
+
 template <typename T, typename Out> struct Accum<OpArgMin<T, Out> > : AccumArg<T, Out, false> {};
 template <typename T, typename Out> struct Accum<OpArgMax<T, Out> > : AccumArg<T, Out, true> {};
 

@@ -1,6 +1,6 @@
 /*
  * The segmented reduction in one launch, written once for both backends (the Policy is
- * reduce.cuh's, with kGroup, group_reduce and block_any).
+ * reduce.cuh's, with kGroup, kGroupAlone, group_reduce, block_any2 and block_count).
  *
  * Work is split by position, not by segment: the input [0, n) is cut into `nchunks`
  * chunks of `chunk` elements, which the blocks take from a global work queue
@@ -197,7 +197,8 @@ __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restri
                     medium = true;
                 }
             }
-            if (r >= 0 && Policy::block_any(medium)) {
+            const unsigned int any = r >= 0 ? Policy::block_any2(medium, longer) : 2u;
+            if (any & 1u) {
                 /* group g takes segments base + g, base + g + kGroups, ...; every group
                  * runs the same trip count and calls group_reduce each time (with the
                  * identity when its segment is not a medium one), so the call is uniform
@@ -213,6 +214,8 @@ __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restri
                         se = se0 > sb ? se0 : sb;
                         mine = se - sb > kShort && se - sb < kLong && !(se > ce && jj == hi - 1);
                     }
+                    if (Policy::kGroupAlone && !mine)
+                        continue; /* the same for the whole group: jj is the group's */
                     Acc a = mine ? accumulate<Policy, Op, 1>(in + sb, se - sb, 0, lane, Policy::kGroup)
                                  : Op::identity();
                     a = Policy::template group_reduce<Op>(a, scratch);
@@ -220,7 +223,7 @@ __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restri
                         out[jj] = Op::result(a);
                 }
             }
-            if (r < 0 || Policy::block_any(longer)) {
+            if (any & 2u) {
                 const uint64_t ntasks = r < 0 ? 2 : rend - base;
 #pragma unroll 1
                 for (uint64_t q = 0; q < ntasks; q++) {
@@ -275,7 +278,7 @@ __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restri
                                                   seg_chunk_of(se - 1, chunk, nchunks), &out[sj], scratch);
                 }
             }
-            __syncthreads(); /* block_any's flag and the scratch are reused next round */
+            __syncthreads(); /* the scratch is reused next round */
         }
         __syncthreads(); /* gs_queue_fetch's contract: a barrier between two fetches */
     }

@@ -39,6 +39,7 @@ struct PolicySm11Compat {
      * block-wide barrier per level of their trees; the result is in each group's thread
      * 0. Called uniformly; starts with a barrier, so the scratch is free. */
     static const int kGroup = 32;
+    static const bool kGroupAlone = false; /* group_reduce's barriers are block-wide */
     template <typename Op>
     static __device__ __forceinline__ typename Op::Acc group_reduce(typename Op::Acc v, Scratch<typename Op::Acc> &s)
     {
@@ -55,34 +56,41 @@ struct PolicySm11Compat {
         return s.v[t];
     }
 
-    /* In how many threads of the block p holds: flags in shared memory, summed 16 at a
-     * time by the first threads, then the partial sums by every thread; the last barrier
-     * lets the next call reuse the arrays. */
-    static __device__ __forceinline__ unsigned int block_count(bool p)
+    /* A vote over the block: flags in shared memory, folded 16 at a time by the first
+     * threads, then the partial results by every thread; the last barrier lets the next
+     * call reuse the arrays. Sum (block_count) or bitwise or (block_any2). */
+    template <bool kSum> static __device__ __forceinline__ unsigned int block_vote(unsigned int bits)
     {
         __shared__ unsigned char flag[kBlock];
         __shared__ unsigned short part[kBlock / 16];
         const unsigned int t = threadIdx.x;
-        flag[t] = p;
+        flag[t] = (unsigned char)bits;
         __syncthreads();
         if (t < kBlock / 16) {
             unsigned int c = 0;
 #pragma unroll
             for (int k = 0; k < 16; k++)
-                c += flag[t * 16 + k];
+                c = kSum ? c + flag[t * 16 + k] : c | flag[t * 16 + k];
             part[t] = (unsigned short)c;
         }
         __syncthreads();
         unsigned int total = 0;
 #pragma unroll
         for (int k = 0; k < kBlock / 16; k++)
-            total += part[k];
+            total = kSum ? total + part[k] : total | part[k];
         __syncthreads();
         return total;
     }
 
-    /* Whether p holds in any thread of the block. */
-    static __device__ __forceinline__ bool block_any(bool p) { return block_count(p) != 0; }
+    /* In how many threads of the block p holds. */
+    static __device__ __forceinline__ unsigned int block_count(bool p) { return block_vote<true>(p); }
+
+    /* Whether p (bit 0) and q (bit 1) hold in any thread of the block: one vote for both
+     * (the segmented reduction asks both once per round). */
+    static __device__ __forceinline__ unsigned int block_any2(bool p, bool q)
+    {
+        return block_vote<false>((p ? 1u : 0u) | (q ? 2u : 0u));
+    }
 
     /* The seed's 1.1 guard: thread 0 writes its ticket's verdict to shared memory, the
      * barrier publishes it to the block. The caller's thread 0 has already fenced. */

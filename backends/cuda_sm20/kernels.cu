@@ -30,6 +30,14 @@ struct PolicySm20 {
         memcpy(&v, w, sizeof v);
         return v;
     }
+    /* A value and its index member by member: no shuffle for the padding after a 4-byte
+     * value. */
+    template <typename V> static __device__ __forceinline__ gs::ArgAcc<V> shfl_down(gs::ArgAcc<V> a, int off)
+    {
+        a.v = shfl_down(a.v, off);
+        a.i = shfl_down(a.i, off);
+        return a;
+    }
 
     template <typename Op>
     static __device__ __forceinline__ typename Op::Acc warp_reduce(typename Op::Acc v)
@@ -66,8 +74,15 @@ struct PolicySm20 {
         return warp_reduce<Op>(v);
     }
 
-    /* Whether p holds in any thread of the block, and in how many; each a barrier. */
-    static __device__ __forceinline__ bool block_any(bool p) { return __syncthreads_or(p) != 0; }
+    /* A warp's group_reduce is its own business: a warp without a medium segment skips it. */
+    static const bool kGroupAlone = true;
+
+    /* Whether p (bit 0) and q (bit 1) hold in any thread of the block, and in how many
+     * threads p holds; each a barrier. */
+    static __device__ __forceinline__ unsigned int block_any2(bool p, bool q)
+    {
+        return (__syncthreads_or(p) ? 1u : 0u) | (__syncthreads_or(q) ? 2u : 0u);
+    }
     static __device__ __forceinline__ unsigned int block_count(bool p) { return (unsigned int)__syncthreads_count(p); }
 
     /* The seed's 2.0 guard: thread 0 takes the ticket, __syncthreads_or tells every thread

@@ -1,0 +1,255 @@
+/*
+ * gridsync-tune: times a backend's gs_reduce kernels directly (no API, no CUB) at every
+ * grid size worth trying, for choosing the backend's launch policy (grid_for() in
+ * backends/common/backend.c). Not part of the library's build: bench/tune.sh compiles it
+ * once per policy variant (threads per block, loads in flight, backend), each variant a
+ * separate program with the backend's kernels.cu compiled in.
+ *
+ * For each kernel and n: fresh random data, a host reference, then per grid size one
+ * checked launch and 7 runs of 20 back-to-back launches timed with CUDA events (median
+ * per launch). Prints CSV on stdout:
+ *   variant,kernel,n,log2n,grid,blocks_per_sm,is_default,time_us,check
+ * where is_default marks the grid backend.c's current grid_for() would choose.
+ */
+#include TUNE_KERNELS
+
+#include "bench_common.cuh"
+
+#include <cuda_fp16.h>
+
+#include <random>
+
+#ifndef TUNE_VARIANT
+#  define TUNE_VARIANT "unnamed"
+#endif
+
+typedef const void *KernelFn;
+
+enum RefKind { REF_SUM, REF_MAX, REF_ARGMAX };
+
+struct Case {
+    const char *name;
+    KernelFn fn;
+    int elem;       /* bytes per element */
+    int is_int;     /* int32 */
+    int is_half;    /* float16 */
+    int is_double;  /* float64 */
+    RefKind ref;
+    int out_bytes;
+};
+
+#define TUNE_CASE(dt, op, o, elem, i, h, d, ref, ob) \
+    {"gs_reduce_" #dt "_" #op "_" #o, (KernelFn)&gs_reduce_##dt##_##op##_##o, elem, i, h, d, ref, ob}
+
+static const Case kCases[] = {
+    TUNE_CASE(f32, sum, f32, 4, 0, 0, 0, REF_SUM, 4),
+    TUNE_CASE(f32, max, f32, 4, 0, 0, 0, REF_MAX, 4),
+    TUNE_CASE(f32, argmax, i64, 4, 0, 0, 0, REF_ARGMAX, 8),
+    TUNE_CASE(i32, sum, i32, 4, 1, 0, 0, REF_SUM, 4),
+    TUNE_CASE(i32, argmax, i64, 4, 1, 0, 0, REF_ARGMAX, 8),
+    TUNE_CASE(f64, sum, f64, 8, 0, 0, 1, REF_SUM, 8),
+    TUNE_CASE(f64, max, f64, 8, 0, 0, 1, REF_MAX, 8),
+    TUNE_CASE(f64, argmax, i64, 8, 0, 0, 1, REF_ARGMAX, 8),
+    TUNE_CASE(f16, max, f16, 2, 0, 1, 0, REF_MAX, 2),
+    TUNE_CASE(f16, argmax, i64, 2, 0, 1, 0, REF_ARGMAX, 8),
+};
+
+/* Element k of the host copy as a double (exact for every type here). */
+static double host_value(const Case &c, const std::vector<unsigned char> &h, uint64_t k)
+{
+    if (c.is_int) {
+        int32_t v;
+        memcpy(&v, &h[k * 4], 4);
+        return v;
+    }
+    if (c.is_half) {
+        __half v;
+        memcpy(&v, &h[k * 2], 2);
+        return __half2float(v);
+    }
+    if (c.is_double) {
+        double v;
+        memcpy(&v, &h[k * 8], 8);
+        return v;
+    }
+    float v;
+    memcpy(&v, &h[k * 4], 4);
+    return v;
+}
+
+/* The host reference of one input: the first maximum's index and value, the int32 sum
+ * (wrapping, in uint32) and the double sum with the sum of magnitudes. */
+struct Ref {
+    uint64_t best;
+    double best_value, sum, abs_sum;
+    uint32_t isum;
+};
+
+static Ref reference(const Case &c, const std::vector<unsigned char> &h, uint64_t n)
+{
+    Ref r = {0, host_value(c, h, 0), 0, 0, 0};
+    for (uint64_t k = 0; k < n; k++) {
+        const double v = host_value(c, h, k);
+        if (v > r.best_value) {
+            r.best_value = v;
+            r.best = k;
+        }
+        r.sum += v;
+        r.abs_sum += fabs(v);
+        r.isum += (uint32_t)(int32_t)v;
+    }
+    return r;
+}
+
+/* Whether the kernel's output matches the reference. SUM: int32 wraps exactly, floats
+ * within a relative 1e-5 of the sum of magnitudes. */
+static bool check(const Case &c, const Ref &r, const unsigned char *got)
+{
+    if (c.ref == REF_ARGMAX) {
+        int64_t g;
+        memcpy(&g, got, 8);
+        return g == (int64_t)r.best;
+    }
+    if (c.is_int) {
+        uint32_t g;
+        memcpy(&g, got, 4);
+        return c.ref == REF_MAX ? (int32_t)g == (int32_t)r.best_value : g == r.isum;
+    }
+    const double g = host_value(c, std::vector<unsigned char>(got, got + c.elem), 0);
+    return c.ref == REF_MAX ? g == r.best_value : fabs(g - r.sum) <= 1e-5 * r.abs_sum + 1e-6;
+}
+
+static void fill(const Case &c, std::vector<unsigned char> &h, uint64_t n, std::mt19937_64 &rng)
+{
+    h.resize(n * c.elem);
+    std::uniform_real_distribution<double> u(-1000.0, 1000.0);
+    for (uint64_t k = 0; k < n; k++) {
+        double v = u(rng);
+        if (c.is_int) {
+            int32_t x = (int32_t)(rng() >> 40) - (1 << 23);
+            memcpy(&h[k * 4], &x, 4);
+        } else if (c.is_half) {
+            __half x = __float2half((float)v);
+            memcpy(&h[k * 2], &x, 2);
+        } else if (c.is_double) {
+            memcpy(&h[k * 8], &v, 8);
+        } else {
+            float x = (float)v;
+            memcpy(&h[k * 4], &x, 4);
+        }
+    }
+}
+
+/* backend.c's grid_for(), for the is_default column. */
+static unsigned int default_grid(const Case &c, uint64_t n, int per_sm, unsigned int sms)
+{
+    const uint64_t per_vec = 16 / c.elem;
+    const uint64_t block_trip = (uint64_t)GS_BACKEND_BLOCK * GS_BACKEND_ITEMS * per_vec;
+    if (n <= block_trip)
+        return 1;
+    uint64_t want = (n + 2 * GS_BACKEND_BLOCK * per_vec - 1) / (2 * GS_BACKEND_BLOCK * per_vec);
+    const int cap = GS_GRID_THREADS_PER_SM / GS_BACKEND_BLOCK > 0 ? GS_GRID_THREADS_PER_SM / GS_BACKEND_BLOCK : 1;
+    unsigned int max = (unsigned int)(per_sm < cap ? per_sm : cap) * sms;
+    if (max > GS_MAX_BLOCKS)
+        max = GS_MAX_BLOCKS;
+    return want < max ? (unsigned int)want : max;
+}
+
+int main(int argc, char **argv)
+{
+    int lo = 16, hi = 25;
+    const char *only = NULL;
+    for (int k = 1; k < argc; k++) {
+        if (!strcmp(argv[k], "--min-log2") && k + 1 < argc)
+            lo = atoi(argv[++k]);
+        else if (!strcmp(argv[k], "--max-log2") && k + 1 < argc)
+            hi = atoi(argv[++k]);
+        else if (!strcmp(argv[k], "--only") && k + 1 < argc)
+            only = argv[++k];
+        else {
+            fprintf(stderr, "usage: %s [--min-log2 L] [--max-log2 H] [--only SUBSTRING]\n", argv[0]);
+            return 2;
+        }
+    }
+    device_count_or_exit77("gridsync-tune: ", "");
+    try {
+        cudaDeviceProp prop;
+        CK(cudaGetDeviceProperties(&prop, 0));
+        const unsigned int sms = (unsigned int)prop.multiProcessorCount;
+        fprintf(stderr, "gridsync-tune %s on %s (%u SMs), %d threads per block, %d loads in flight\n",
+                TUNE_VARIANT, prop.name, sms, GS_BACKEND_BLOCK, GS_BACKEND_ITEMS);
+        printf("variant,kernel,n,log2n,grid,blocks_per_sm,is_default,time_us,check\n");
+
+        const uint64_t max_n = 1ull << hi;
+        void *in = NULL, *out = NULL;
+        unsigned char *ws = NULL;
+        CK(cudaMalloc(&in, max_n * 8));
+        CK(cudaMalloc(&out, 16));
+        CK(cudaMalloc((void **)&ws, GS_WORKSPACE_BYTES));
+        CK(cudaMemset(ws, 0, GS_WORKSPACE_BYTES));
+        cudaStream_t s;
+        CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+        cudaEvent_t e0, e1;
+        CK(cudaEventCreate(&e0));
+        CK(cudaEventCreate(&e1));
+        std::mt19937_64 rng(12345);
+        std::vector<unsigned char> h;
+        int failures = 0;
+
+        for (const Case &c : kCases) {
+            if (only && !strstr(c.name, only))
+                continue;
+            int per_sm = 0;
+            CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, c.fn, GS_BACKEND_BLOCK, 0));
+            for (int lg = lo; lg <= hi; lg++) {
+                const uint64_t n = 1ull << lg;
+                fill(c, h, n, rng);
+                CK(cudaMemcpy(in, h.data(), n * c.elem, cudaMemcpyHostToDevice));
+                const Ref ref = reference(c, h, n);
+                const unsigned int def = default_grid(c, n, per_sm, sms);
+                /* Candidates: the default, a quarter and a half of the SMs, then every whole
+                 * number of blocks per SM up to what is resident, and no more blocks than
+                 * give every thread one 16-byte vector. */
+                std::vector<unsigned int> grids = {def, sms / 4, sms / 2};
+                for (int b = 1; b <= per_sm; b++)
+                    grids.push_back((unsigned int)b * sms);
+                const uint64_t one_vec = (n * c.elem / 16 + GS_BACKEND_BLOCK - 1) / GS_BACKEND_BLOCK;
+                std::sort(grids.begin(), grids.end());
+                grids.erase(std::unique(grids.begin(), grids.end()), grids.end());
+                for (unsigned int g : grids) {
+                    if (g == 0 || g > GS_MAX_BLOCKS || (g != def && g > one_vec))
+                        continue;
+                    unsigned char got[16] = {0};
+                    CK(cudaMemsetAsync(out, 0xff, 16, s));
+                    uint64_t nn = n;
+                    void *args[] = {&in, &nn, &out, &ws};
+                    CK(cudaLaunchKernel(c.fn, g, GS_BACKEND_BLOCK, args, 0, s));
+                    CK(cudaMemcpyAsync(got, out, 16, cudaMemcpyDeviceToHost, s));
+                    CK(cudaStreamSynchronize(s));
+                    const bool ok = check(c, ref, got);
+                    failures += !ok;
+                    std::vector<double> t;
+                    for (int r = 0; r < 8; r++) {
+                        CK(cudaEventRecord(e0, s));
+                        for (int k = 0; k < 20; k++)
+                            CK(cudaLaunchKernel(c.fn, g, GS_BACKEND_BLOCK, args, 0, s));
+                        CK(cudaEventRecord(e1, s));
+                        CK(cudaEventSynchronize(e1));
+                        float ms = 0;
+                        CK(cudaEventElapsedTime(&ms, e0, e1));
+                        if (r > 0) /* the first run warms up */
+                            t.push_back(ms * 1000.0 / 20);
+                    }
+                    printf("%s,%s,%llu,%d,%u,%.3f,%d,%.3f,%s\n", TUNE_VARIANT, c.name, (unsigned long long)n, lg, g,
+                           (double)g / sms, g == def, median(t), ok ? "ok" : "FAIL");
+                }
+                fflush(stdout);
+            }
+        }
+        fprintf(stderr, "gridsync-tune %s: %d check failures\n", TUNE_VARIANT, failures);
+        return failures ? 1 : 0;
+    } catch (const std::exception &e) {
+        fprintf(stderr, "gridsync-tune: %s\n", e.what());
+        return 1;
+    }
+}
