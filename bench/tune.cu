@@ -5,9 +5,9 @@
  * once per policy variant (threads per block, loads in flight, backend), each variant a
  * separate program with the backend's kernels.cu compiled in.
  *
- * For each kernel and n: fresh random data, a host reference, then per grid size one
- * checked launch and 7 runs of 20 back-to-back launches timed with CUDA events (median
- * per launch). Prints CSV on stdout:
+ * For each kernel: fresh random data (each n a prefix of it) and host references; per
+ * n and grid size, one checked launch and 7 runs of 20 back-to-back launches timed with
+ * CUDA events (median per launch). Prints CSV on stdout:
  *   variant,kernel,n,log2n,grid,blocks_per_sm,is_default,time_us,check
  * where is_default marks the grid backend.c's current grid_for() would choose.
  */
@@ -77,7 +77,7 @@ static double host_value(const Case &c, const std::vector<unsigned char> &h, uin
     return v;
 }
 
-/* The host reference of one input: the first maximum's index and value, the int32 sum
+/* The host reference of an input: the first maximum's index and value, the int32 sum
  * (wrapping, in uint32) and the double sum with the sum of magnitudes. */
 struct Ref {
     uint64_t best;
@@ -85,10 +85,12 @@ struct Ref {
     uint32_t isum;
 };
 
-static Ref reference(const Case &c, const std::vector<unsigned char> &h, uint64_t n)
+/* The references of the prefixes of 2^lo .. 2^hi elements, in one pass. */
+static std::vector<Ref> references(const Case &c, const std::vector<unsigned char> &h, int lo, int hi)
 {
+    std::vector<Ref> out;
     Ref r = {0, host_value(c, h, 0), 0, 0, 0};
-    for (uint64_t k = 0; k < n; k++) {
+    for (uint64_t k = 0; k < (1ull << hi); k++) {
         const double v = host_value(c, h, k);
         if (v > r.best_value) {
             r.best_value = v;
@@ -97,8 +99,10 @@ static Ref reference(const Case &c, const std::vector<unsigned char> &h, uint64_
         r.sum += v;
         r.abs_sum += fabs(v);
         r.isum += (uint32_t)(int32_t)v;
+        if (k + 1 >= (1ull << lo) && ((k + 1) & k) == 0)
+            out.push_back(r);
     }
-    return r;
+    return out;
 }
 
 /* Whether the kernel's output matches the reference. SUM: int32 wraps exactly, floats
@@ -140,18 +144,25 @@ static void fill(const Case &c, std::vector<unsigned char> &h, uint64_t n, std::
     }
 }
 
-/* backend.c's grid_for(), for the is_default column. */
-static unsigned int default_grid(const Case &c, uint64_t n, int per_sm, unsigned int sms)
+/* backend.c's grid_cap() and grid_for(), for the is_default column. */
+static unsigned int grid_cap(int per_sm, unsigned int sms, int threads_per_sm)
+{
+    int cap = threads_per_sm / GS_BACKEND_BLOCK;
+    if (cap < 1)
+        cap = 1;
+    const unsigned int blocks = (unsigned int)(per_sm < cap ? per_sm : cap) * sms;
+    return blocks < GS_MAX_BLOCKS ? blocks : GS_MAX_BLOCKS;
+}
+
+static unsigned int default_grid(const Case &c, uint64_t n, int per_sm, unsigned int sms, uint64_t l2_bytes)
 {
     const uint64_t per_vec = 16 / c.elem;
     const uint64_t block_trip = (uint64_t)GS_BACKEND_BLOCK * GS_BACKEND_ITEMS * per_vec;
     if (n <= block_trip)
         return 1;
     uint64_t want = (n + 2 * GS_BACKEND_BLOCK * per_vec - 1) / (2 * GS_BACKEND_BLOCK * per_vec);
-    const int cap = GS_GRID_THREADS_PER_SM / GS_BACKEND_BLOCK > 0 ? GS_GRID_THREADS_PER_SM / GS_BACKEND_BLOCK : 1;
-    unsigned int max = (unsigned int)(per_sm < cap ? per_sm : cap) * sms;
-    if (max > GS_MAX_BLOCKS)
-        max = GS_MAX_BLOCKS;
+    const unsigned int max = n > l2_bytes / c.elem ? grid_cap(per_sm, sms, GS_GRID_THREADS_PER_SM_DRAM)
+                                                   : grid_cap(per_sm, sms, GS_GRID_THREADS_PER_SM);
     return want < max ? (unsigned int)want : max;
 }
 
@@ -176,6 +187,7 @@ int main(int argc, char **argv)
         cudaDeviceProp prop;
         CK(cudaGetDeviceProperties(&prop, 0));
         const unsigned int sms = (unsigned int)prop.multiProcessorCount;
+        const uint64_t l2_bytes = (uint64_t)(prop.l2CacheSize > 0 ? prop.l2CacheSize : 48 << 20) / 3 * 2;
         fprintf(stderr, "gridsync-tune %s on %s (%u SMs), %d threads per block, %d loads in flight\n",
                 TUNE_VARIANT, prop.name, sms, GS_BACKEND_BLOCK, GS_BACKEND_ITEMS);
         printf("variant,kernel,n,log2n,grid,blocks_per_sm,is_default,time_us,check\n");
@@ -201,12 +213,14 @@ int main(int argc, char **argv)
                 continue;
             int per_sm = 0;
             CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, c.fn, GS_BACKEND_BLOCK, 0));
+            /* One random input of the largest size per kernel; each n is its prefix. */
+            fill(c, h, max_n, rng);
+            CK(cudaMemcpy(in, h.data(), max_n * c.elem, cudaMemcpyHostToDevice));
+            const std::vector<Ref> refs = references(c, h, lo, hi);
             for (int lg = lo; lg <= hi; lg++) {
                 const uint64_t n = 1ull << lg;
-                fill(c, h, n, rng);
-                CK(cudaMemcpy(in, h.data(), n * c.elem, cudaMemcpyHostToDevice));
-                const Ref ref = reference(c, h, n);
-                const unsigned int def = default_grid(c, n, per_sm, sms);
+                const Ref &ref = refs[lg - lo];
+                const unsigned int def = default_grid(c, n, per_sm, sms, l2_bytes);
                 /* Candidates: the default, a quarter and a half of the SMs, then every whole
                  * number of blocks per SM up to what is resident, and no more blocks than
                  * give every thread one 16-byte vector. */

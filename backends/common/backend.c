@@ -45,10 +45,13 @@ typedef struct kernel_entry {
 struct gs_backend_instance {
     gs_backend_device dev;
     CUmodule module;
-    /* Per kernel of kernels[]: its function, and the most blocks grid_for() launches
-     * (GS_GRID_THREADS_PER_SM's worth per multiprocessor, at most what is resident). */
+    /* Per kernel of kernels[]: its function, and the most blocks grid_for() launches for
+     * an input of up to l2_bytes (GS_GRID_THREADS_PER_SM's worth per multiprocessor) and
+     * for a larger one (GS_GRID_THREADS_PER_SM_DRAM's), at most what is resident. */
     CUfunction fn[GS_NKERNELS];
     unsigned int max_blocks[GS_NKERNELS];
+    unsigned int max_blocks_dram[GS_NKERNELS];
+    uint64_t l2_bytes;
     /* The same for the segmented reduction's kernels, seg_kernels[], whose cap is what is
      * resident (its blocks take work from a queue). */
     CUfunction seg_fn[GS_NSEG_KERNELS];
@@ -127,6 +130,18 @@ static gs_status cuda_fail(CUresult rc, const char *what)
     }
 }
 
+/* The most blocks of a kernel with per_sm resident per multiprocessor: threads_per_sm's
+ * worth per multiprocessor (at least one block), at most what is resident, at most
+ * GS_MAX_BLOCKS (the workspace's partial slots). */
+static unsigned int grid_cap(const gs_backend_device *dev, int per_sm, int threads_per_sm)
+{
+    int cap = threads_per_sm / GS_BACKEND_BLOCK;
+    if (cap < 1)
+        cap = 1;
+    const unsigned int blocks = (unsigned int)(per_sm < cap ? per_sm : cap) * (unsigned int)dev->multiprocessor_count;
+    return blocks < GS_MAX_BLOCKS ? blocks : GS_MAX_BLOCKS;
+}
+
 static gs_status be_open(const gs_backend_device *dev, gs_backend_instance **out)
 {
     gs_backend_instance *inst = calloc(1, sizeof *inst);
@@ -143,6 +158,12 @@ static gs_status be_open(const gs_backend_device *dev, gs_backend_instance **out
         free(inst);
         return cuda_fail(rc, what);
     }
+    /* What counts as an input the L2 cache holds (grid_for): two thirds of it (32 MiB of
+     * an H100's 50); 32 MiB where the driver does not say. */
+    int l2 = 0;
+    if (host->cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev->device) != CUDA_SUCCESS || l2 <= 0)
+        l2 = 48 << 20;
+    inst->l2_bytes = (uint64_t)l2 / 3 * 2;
     for (int k = 0; k < GS_NKERNELS + GS_NSEG_KERNELS; k++) {
         const int seg = k >= GS_NKERNELS;
         const kernel_entry *e = seg ? &seg_kernels[k - GS_NKERNELS] : &kernels[k];
@@ -165,14 +186,15 @@ static gs_status be_open(const gs_backend_device *dev, gs_backend_instance **out
             inst->seg_fn[k - GS_NKERNELS] = f;
             inst->seg_max_blocks[k - GS_NKERNELS] = (unsigned int)per_sm * (unsigned int)dev->multiprocessor_count;
         } else {
-            const int cap = GS_GRID_THREADS_PER_SM / GS_BACKEND_BLOCK > 0 ? GS_GRID_THREADS_PER_SM / GS_BACKEND_BLOCK : 1;
-            const unsigned int blocks = (unsigned int)(per_sm < cap ? per_sm : cap) * (unsigned int)dev->multiprocessor_count;
             inst->fn[k] = f;
-            inst->max_blocks[k] = blocks < GS_MAX_BLOCKS ? blocks : GS_MAX_BLOCKS;
+            inst->max_blocks[k] = grid_cap(dev, per_sm, GS_GRID_THREADS_PER_SM);
+            inst->max_blocks_dram[k] = grid_cap(dev, per_sm, GS_GRID_THREADS_PER_SM_DRAM);
         }
     }
-    host->log(GS_LOG_DEBUG, "%s backend: %d kernels ready on compute capability %d.%d, up to %u blocks",
-              GS_BACKEND_NAME, (int)(GS_NKERNELS + GS_NSEG_KERNELS), dev->cc_major, dev->cc_minor, inst->max_blocks[0]);
+    host->log(GS_LOG_DEBUG,
+              "%s backend: %d kernels ready on compute capability %d.%d, up to %u blocks (%u above %llu bytes)",
+              GS_BACKEND_NAME, (int)(GS_NKERNELS + GS_NSEG_KERNELS), dev->cc_major, dev->cc_minor, inst->max_blocks[0],
+              inst->max_blocks_dram[0], (unsigned long long)inst->l2_bytes);
     *out = inst;
     return GS_SUCCESS;
 }
@@ -199,16 +221,16 @@ static uint64_t be_workspace_size(const gs_backend_instance *inst)
 
 /* Blocks for n elements: enough that every thread has about two 16-byte vectors (so the
  * whole input is in flight at once for small n), at most max_blocks (each thread then
- * loops), and one block when a block covers everything in one trip (no partials, no
- * ticket). */
+ * loops; max_blocks_dram when the input is larger than l2_bytes), and one block when a
+ * block covers everything in one trip (no partials, no ticket). */
 static unsigned int grid_for(const gs_backend_instance *inst, int k, gs_dtype dtype, uint64_t n)
 {
-    const uint64_t per_vec = 16 / gs_dtype_size(dtype);
+    const uint64_t size = gs_dtype_size(dtype), per_vec = 16 / size;
     const uint64_t block_trip = (uint64_t)GS_BACKEND_BLOCK * GS_BACKEND_ITEMS * per_vec;
     if (n <= block_trip)
         return 1;
     uint64_t want = (n + 2 * GS_BACKEND_BLOCK * per_vec - 1) / (2 * GS_BACKEND_BLOCK * per_vec);
-    unsigned int max = inst->max_blocks[k];
+    unsigned int max = n > inst->l2_bytes / size ? inst->max_blocks_dram[k] : inst->max_blocks[k];
     return want < max ? (unsigned int)want : max;
 }
 
