@@ -60,7 +60,7 @@ bench_machine_step() {
         echo "source checksum (api core backends bench meson files): $(cd "$root" &&
             find api core backends bench meson.build meson_options.txt -type f \( -name '*.c' -o -name '*.h' \
                 -o -name '*.cu' -o -name '*.cuh' -o -name '*.py' -o -name '*.sh' -o -name '*.map' -o -name 'meson*' \) \
-                -print0 2>/dev/null | sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)"
+                -print0 2>/dev/null | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)"
         echo "build: BUILDDIR=$builddir ARCHS=$archs"
         echo
         echo "nvidia-smi:"

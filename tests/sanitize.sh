@@ -1,6 +1,6 @@
 #!/bin/bash
 # compute-sanitizer's four tools (memcheck, racecheck, synccheck, initcheck) over both gpu
-# programs in their quick mode (GS_TEST_QUICK=1), for each backend: 16 runs, at most 4 at
+# programs in their quick mode (GS_TEST_QUICK=1), for each backend: 16 runs, at most 4 (SAN_JOBS) at
 # a time, each under a time limit, each with its own log. One device call:
 #   tests/sanitize.sh BUILDDIR OUTDIR
 # Prints one line per run (the tool's summary and the exit status); exits 1 if any run
@@ -31,7 +31,7 @@ i=0
 for r in "${runs[@]}"; do
     one "$r" &
     i=$((i + 1))
-    [ $((i % 4)) = 0 ] && wait
+    [ $((i % ${SAN_JOBS:-4})) = 0 ] && wait
 done
 wait
 status=0
