@@ -1,10 +1,11 @@
 #!/bin/bash
 # Grid-size sweep of the gs_reduce kernels for each launch-policy variant (bench/tune.cu):
 #   bash bench/tune.sh OUTDIR [VARIANT...]
-# A variant is BACKEND-THREADS-LOADS (cuda_sm20-256-4); BACKEND-THREADS-LOADS-old builds
+# A variant is BACKEND-THREADS-LOADS (cuda_sm20-256-4). BACKEND-THREADS-LOADS-old builds
 # against the copy of backends/common in $TUNE_OLD_COMMON instead (a previous version of
-# the kernels, to compare). Writes OUTDIR/tune-<variant>.csv and .log; needs nvcc and a
-# GPU (exit 77 without one).
+# the kernels, to compare); BACKEND-THREADS-LOADS-NAME with -DNAME=1 (an experiment kept
+# behind a macro while it is measured). Writes OUTDIR/tune-<variant>.csv and .log; needs
+# nvcc and a GPU (exit 77 without one).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -17,12 +18,16 @@ arch=${TUNE_ARCH:-$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/
 [ -n "$arch" ] || { echo "tune.sh: no GPU" >&2; exit 77; }
 
 build() {
-    local v=$1 common=$root/backends/common backend threads loads old
-    IFS=- read -r backend threads loads old <<<"$v"
-    [ -z "$old" ] || common=${TUNE_OLD_COMMON:?TUNE_OLD_COMMON: where the old backends/common is}
+    local v=$1 common=$root/backends/common backend threads loads extra define=()
+    IFS=- read -r backend threads loads extra <<<"$v"
+    case "$extra" in
+    old) common=${TUNE_OLD_COMMON:?TUNE_OLD_COMMON: where the old backends/common is} ;;
+    '') ;;
+    *) define=("-D$extra=1") ;;
+    esac
     nvcc -std=c++17 -O3 -lineinfo -arch=sm_$arch -I "$common" -I "$root/api" -I "$root/backends" -I "$here" \
         "-DTUNE_KERNELS=\"$backend/kernels.cu\"" "-DTUNE_VARIANT=\"$v\"" \
-        -DGS_BACKEND_BLOCK="$threads" -DGS_BACKEND_ITEMS="$loads" \
+        -DGS_BACKEND_BLOCK="$threads" -DGS_BACKEND_ITEMS="$loads" "${define[@]}" \
         -o "$out/tune-$v" "$here/tune.cu"
 }
 for v in "${variants[@]}"; do build "$v" & done

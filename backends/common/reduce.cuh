@@ -518,10 +518,12 @@ __device__ __forceinline__ void reduce_kernel(const typename Op::In *__restrict_
             const unsigned int b = threadIdx.x + (unsigned int)k * Policy::kBlock;
             v[k] = b < gridDim.x ? gs_load_volatile(&partials[b]) : Op::identity();
         }
+        /* (only the loaded ones: a small grid leaves most threads one partial or none) */
         Acc a = v[0];
 #pragma unroll
         for (int k = 1; k < kMaxPer; k++)
-            a = Op::combine(a, v[k]);
+            if (threadIdx.x + (unsigned int)k * Policy::kBlock < gridDim.x)
+                a = Op::combine(a, v[k]);
         a = Policy::template block_reduce<Op>(a, scratch);
         if (tid == 0) {
             /* (7) the result, then the counter back to 0 for the next launch on this

@@ -35,25 +35,38 @@ struct PolicySm11Compat {
     }
 
     /* Segmented reduction: groups of 32 threads each reduce a medium segment. Without warp
-     * shuffles (or __syncwarp) they combine through shared memory, all groups at once, a
-     * block-wide barrier per level of their trees; the result is in each group's thread
-     * 0. Called uniformly; starts with a barrier, so the scratch is free. */
+     * shuffles (or __syncwarp) they combine through shared memory, all groups at once:
+     * the first 8 threads of a group fold 4 consecutive values each, then the group's
+     * first thread folds those 8, in order (3 block-wide barriers, where a tree took 7;
+     * the uniform layout of the segmented benchmark runs one per 8 segments). The result
+     * is in each group's thread 0. Called uniformly; starts with a barrier, so the
+     * scratch is free. */
     static const int kGroup = 32;
     static const bool kGroupAlone = false; /* group_reduce's barriers are block-wide */
     template <typename Op>
     static __device__ __forceinline__ typename Op::Acc group_reduce(typename Op::Acc v, Scratch<typename Op::Acc> &s)
     {
+        const int kQuad = 4;
         const unsigned int t = threadIdx.x, lane = t % kGroup;
         __syncthreads();
         s.v[t] = v;
         __syncthreads();
+        if (lane < kGroup / kQuad) {
+            /* values lane*4 .. lane*4+3 of the group: read and written by this thread only */
+            const unsigned int b = t - lane + lane * kQuad;
+            typename Op::Acc a = s.v[b];
 #pragma unroll
-        for (unsigned int off = kGroup / 2; off > 0; off >>= 1) {
-            if (lane < off)
-                s.v[t] = Op::combine(s.v[t], s.v[t + off]);
-            __syncthreads();
+            for (int k = 1; k < kQuad; k++)
+                a = Op::combine(a, s.v[b + k]);
+            s.v[b] = a;
         }
-        return s.v[t];
+        __syncthreads();
+        if (lane == 0) {
+#pragma unroll
+            for (int k = 0; k < kGroup / kQuad; k++)
+                v = k ? Op::combine(v, s.v[t + k * kQuad]) : s.v[t];
+        }
+        return v;
     }
 
     /* A vote over the block: flags in shared memory, folded 16 at a time by the first
