@@ -216,7 +216,7 @@ __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restri
                     }
                     if (Policy::kGroupAlone && !mine)
                         continue; /* the same for the whole group: jj is the group's */
-                    Acc a = mine ? accumulate<Policy, Op, 1>(in + sb, se - sb, 0, lane, Policy::kGroup)
+                    Acc a = mine ? accumulate<Policy, Op>(in + sb, se - sb, 0, lane, Policy::kGroup)
                                  : Op::identity();
                     a = Policy::template group_reduce<Op>(a, scratch);
                     if (mine && lane == 0)
