@@ -35,23 +35,22 @@ struct Case {
     int is_half;    /* float16 */
     int is_double;  /* float64 */
     RefKind ref;
-    int out_bytes;
 };
 
-#define TUNE_CASE(dt, op, o, elem, i, h, d, ref, ob) \
-    {"gs_reduce_" #dt "_" #op "_" #o, (KernelFn)&gs_reduce_##dt##_##op##_##o, elem, i, h, d, ref, ob}
+#define TUNE_CASE(dt, op, o, elem, i, h, d, ref) \
+    {"gs_reduce_" #dt "_" #op "_" #o, (KernelFn)&gs_reduce_##dt##_##op##_##o, elem, i, h, d, ref}
 
 static const Case kCases[] = {
-    TUNE_CASE(f32, sum, f32, 4, 0, 0, 0, REF_SUM, 4),
-    TUNE_CASE(f32, max, f32, 4, 0, 0, 0, REF_MAX, 4),
-    TUNE_CASE(f32, argmax, i64, 4, 0, 0, 0, REF_ARGMAX, 8),
-    TUNE_CASE(i32, sum, i32, 4, 1, 0, 0, REF_SUM, 4),
-    TUNE_CASE(i32, argmax, i64, 4, 1, 0, 0, REF_ARGMAX, 8),
-    TUNE_CASE(f64, sum, f64, 8, 0, 0, 1, REF_SUM, 8),
-    TUNE_CASE(f64, max, f64, 8, 0, 0, 1, REF_MAX, 8),
-    TUNE_CASE(f64, argmax, i64, 8, 0, 0, 1, REF_ARGMAX, 8),
-    TUNE_CASE(f16, max, f16, 2, 0, 1, 0, REF_MAX, 2),
-    TUNE_CASE(f16, argmax, i64, 2, 0, 1, 0, REF_ARGMAX, 8),
+    TUNE_CASE(f32, sum, f32, 4, 0, 0, 0, REF_SUM),
+    TUNE_CASE(f32, max, f32, 4, 0, 0, 0, REF_MAX),
+    TUNE_CASE(f32, argmax, i64, 4, 0, 0, 0, REF_ARGMAX),
+    TUNE_CASE(i32, sum, i32, 4, 1, 0, 0, REF_SUM),
+    TUNE_CASE(i32, argmax, i64, 4, 1, 0, 0, REF_ARGMAX),
+    TUNE_CASE(f64, sum, f64, 8, 0, 0, 1, REF_SUM),
+    TUNE_CASE(f64, max, f64, 8, 0, 0, 1, REF_MAX),
+    TUNE_CASE(f64, argmax, i64, 8, 0, 0, 1, REF_ARGMAX),
+    TUNE_CASE(f16, max, f16, 2, 0, 1, 0, REF_MAX),
+    TUNE_CASE(f16, argmax, i64, 2, 0, 1, 0, REF_ARGMAX),
 };
 
 /* Element k of the host copy as a double (exact for every type here). */
@@ -178,9 +177,14 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[k], "--only") && k + 1 < argc)
             only = argv[++k];
         else {
-            fprintf(stderr, "usage: %s [--min-log2 L] [--max-log2 H] [--only SUBSTRING]\n", argv[0]);
-            return 2;
+            lo = -1;
+            break;
         }
+    }
+    if (lo < 0 || hi < lo || hi > 31) {
+        fprintf(stderr, "usage: %s [--min-log2 L] [--max-log2 H] [--only SUBSTRING]  (0 <= L <= H <= 31)\n",
+                argv[0]);
+        return 2;
     }
     device_count_or_exit77("gridsync-tune: ", "");
     try {

@@ -195,9 +195,9 @@ template <typename T, typename Out, bool kMax> struct OpArgBase {
         return a;
     }
     /* Written as one predicate and two selects, without early returns: the block and
-     * warp reductions shuffle between calls of it, and a branchy combine made the
-     * compiler treat those shuffles as possibly divergent (a second, collective copy of
-     * each) and tripled the kernel's code. */
+     * warp reductions shuffle between calls of it, and with branches there the compiler
+     * wrapped the shuffles in divergence fall-backs (WARPSYNC.COLLECTIVE); f32 ARGMAX's
+     * kernel went from 2096 to 1432 instructions with this and the member-wise shuffle. */
     static __device__ __forceinline__ Acc combine(Acc a, Acc b)
     {
         const bool an = is_nan(a.v), bn = is_nan(b.v);
@@ -367,7 +367,8 @@ template <typename T, typename Out, bool kMax> struct AccumArg {
      * thread waits on a data-dependent branch for numbers; the earlier version skipped
      * vectors that could not improve the accumulator, which diverged within a warp
      * whenever one thread's vector could - nearly always while threads have seen few
-     * vectors, i.e. at every size below ~2^26. */
+     * vectors (on an H100, ARGMAX gained 10 .. 40 % at 2^12 .. 2^25 elements, 1 .. 5 %
+     * above; bench/NOTES.md, v6). */
     template <int kPer>
     static __device__ __forceinline__ typename Base::Acc add_vec(typename Base::Acc a, const T (&v)[kPer],
                                                                  uint64_t first)

@@ -202,7 +202,8 @@ __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restri
                 /* group g takes segments base + g, base + g + kGroups, ...; every group
                  * runs the same trip count and calls group_reduce each time (with the
                  * identity when its segment is not a medium one), so the call is uniform
-                 * even where group_reduce holds block-wide barriers. */
+                 * even where group_reduce holds block-wide barriers; where it holds none
+                 * (kGroupAlone) a group skips the segments that are not its medium ones. */
 #pragma unroll 1
                 for (uint64_t first = base; first < rend; first += kGroups) {
                     const uint64_t jj = first + group;
