@@ -34,5 +34,6 @@ for v in "${variants[@]}"; do build "$v" & done
 wait
 for v in "${variants[@]}"; do
     exe=$out/tune-$v
+    [ -x "$exe" ] || { echo "tune.sh: $v did not build" >&2; continue; }
     "$exe" ${TUNE_ARGS:-} >"$exe.csv" 2>"$exe.log" || echo "tune.sh: $v failed (see $exe.log)" >&2
 done

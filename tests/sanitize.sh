@@ -1,7 +1,8 @@
 #!/bin/bash
 # compute-sanitizer's four tools (memcheck, racecheck, synccheck, initcheck) over both gpu
-# programs in their quick mode (GS_TEST_QUICK=1), for each backend: 16 runs, at most 4 (SAN_JOBS) at
-# a time, each under a time limit, each with its own log. One device call:
+# programs in their quick mode (GS_TEST_QUICK=1), for each backend: 16 runs, at most
+# SAN_JOBS (default 4) at a time, each under a time limit, each with its own log. One
+# device call:
 #   tests/sanitize.sh BUILDDIR OUTDIR
 # Prints one line per run (the tool's summary and the exit status); exits 1 if any run
 # reported an error or failed. SAN_TIMEOUT: seconds per run (default 300); PROGRAMS: which
