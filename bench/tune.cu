@@ -1,19 +1,20 @@
 /*
  * gridsync-tune: times a backend's gs_reduce kernels directly (no API, no CUB) at every
- * grid size worth trying, for choosing the backend's launch policy (grid_for() in
- * backends/common/backend.c). Not part of the library's build: bench/tune.sh compiles it
- * once per policy variant (threads per block, loads in flight, backend), each variant a
+ * grid size worth trying, for choosing the backend's launch policy
+ * (backends/common/grid_policy.h). Not part of the library's build: bench/tune.sh
+ * compiles it once per policy variant (threads per block, loads in flight, backend), each variant a
  * separate program with the backend's kernels.cu compiled in.
  *
  * For each kernel: fresh random data (each n a prefix of it) and host references; per
  * n and grid size, one checked launch and 7 runs of 20 back-to-back launches timed with
  * CUDA events (median per launch). Prints CSV on stdout:
  *   variant,kernel,n,log2n,grid,blocks_per_sm,is_default,time_us,check
- * where is_default marks the grid backend.c's current grid_for() would choose.
+ * where is_default marks the grid the backends would choose (grid_policy.h).
  */
 #include TUNE_KERNELS
 
 #include "bench_common.cuh"
+#include "grid_policy.h"
 
 #include <cuda_fp16.h>
 
@@ -143,28 +144,6 @@ static void fill(const Case &c, std::vector<unsigned char> &h, uint64_t n, std::
     }
 }
 
-/* backend.c's grid_cap() and grid_for(), for the is_default column. */
-static unsigned int grid_cap(int per_sm, unsigned int sms, int threads_per_sm)
-{
-    int cap = threads_per_sm / GS_BACKEND_BLOCK;
-    if (cap < 1)
-        cap = 1;
-    const unsigned int blocks = (unsigned int)(per_sm < cap ? per_sm : cap) * sms;
-    return blocks < GS_MAX_BLOCKS ? blocks : GS_MAX_BLOCKS;
-}
-
-static unsigned int default_grid(const Case &c, uint64_t n, int per_sm, unsigned int sms, uint64_t l2_bytes)
-{
-    const uint64_t per_vec = 16 / c.elem;
-    const uint64_t block_trip = (uint64_t)GS_BACKEND_BLOCK * GS_BACKEND_ITEMS * per_vec;
-    if (n <= block_trip)
-        return 1;
-    uint64_t want = (n + 2 * GS_BACKEND_BLOCK * per_vec - 1) / (2 * GS_BACKEND_BLOCK * per_vec);
-    const unsigned int max = n > l2_bytes / c.elem ? grid_cap(per_sm, sms, GS_GRID_THREADS_PER_SM_DRAM)
-                                                   : grid_cap(per_sm, sms, GS_GRID_THREADS_PER_SM);
-    return want < max ? (unsigned int)want : max;
-}
-
 int main(int argc, char **argv)
 {
     int lo = 16, hi = 25;
@@ -191,7 +170,7 @@ int main(int argc, char **argv)
         cudaDeviceProp prop;
         CK(cudaGetDeviceProperties(&prop, 0));
         const unsigned int sms = (unsigned int)prop.multiProcessorCount;
-        const uint64_t l2_bytes = (uint64_t)(prop.l2CacheSize > 0 ? prop.l2CacheSize : 48 << 20) / 3 * 2;
+        const uint64_t l2_bytes = gs_grid_l2_bytes(prop.l2CacheSize);
         fprintf(stderr, "gridsync-tune %s on %s (%u SMs), %d threads per block, %d loads in flight\n",
                 TUNE_VARIANT, prop.name, sms, GS_BACKEND_BLOCK, GS_BACKEND_ITEMS);
         printf("variant,kernel,n,log2n,grid,blocks_per_sm,is_default,time_us,check\n");
@@ -224,7 +203,9 @@ int main(int argc, char **argv)
             for (int lg = lo; lg <= hi; lg++) {
                 const uint64_t n = 1ull << lg;
                 const Ref &ref = refs[lg - lo];
-                const unsigned int def = default_grid(c, n, per_sm, sms, l2_bytes);
+                const unsigned int def =
+                    gs_grid_for(n, (uint64_t)c.elem, l2_bytes, gs_grid_cap(sms, per_sm, GS_GRID_THREADS_PER_SM),
+                                gs_grid_cap(sms, per_sm, GS_GRID_THREADS_PER_SM_DRAM));
                 /* Candidates: the default, a quarter and a half of the SMs, then every whole
                  * number of blocks per SM up to what is resident, and no more blocks than
                  * give every thread one 16-byte vector. */

@@ -1,8 +1,8 @@
 /*
  * The host side of a gridsync backend, the same for every backend: it loads the backend's
  * embedded fatbin through the driver table the core hands in, looks the kernels of
- * kernel_list.h up by their extern "C" names, sizes the grid from the device's occupancy,
- * and launches one kernel per reduction. Compiled once per backend with
+ * kernel_list.h up by their extern "C" names, sizes the grid (grid_policy.h, from the
+ * device's occupancy and L2 size), and launches one kernel per reduction. Compiled once per backend with
  * GS_BACKEND_NAME="<name>", next to that backend's fatbin.
  */
 #include <stdint.h>
@@ -12,6 +12,7 @@
 
 #include "dtype.h"
 #include "gridsync_backend.h"
+#include "grid_policy.h"
 #include "kernel_list.h"
 
 #ifndef GS_BACKEND_NAME
@@ -45,8 +46,8 @@ typedef struct kernel_entry {
 struct gs_backend_instance {
     gs_backend_device dev;
     CUmodule module;
-    /* Per kernel of kernels[]: its function, and the most blocks grid_for() launches for
-     * an input of up to l2_bytes (GS_GRID_THREADS_PER_SM's worth per multiprocessor) and
+    /* Per kernel of kernels[]: its function, and the most blocks gs_grid_for() launches
+     * for an input of up to l2_bytes (GS_GRID_THREADS_PER_SM's worth per multiprocessor) and
      * for a larger one (GS_GRID_THREADS_PER_SM_DRAM's), at most what is resident. */
     CUfunction fn[GS_NKERNELS];
     unsigned int max_blocks[GS_NKERNELS];
@@ -130,18 +131,6 @@ static gs_status cuda_fail(CUresult rc, const char *what)
     }
 }
 
-/* The most blocks of a kernel with per_sm resident per multiprocessor: threads_per_sm's
- * worth per multiprocessor (at least one block), at most what is resident, at most
- * GS_MAX_BLOCKS (the workspace's partial slots). */
-static unsigned int grid_cap(const gs_backend_device *dev, int per_sm, int threads_per_sm)
-{
-    int cap = threads_per_sm / GS_BACKEND_BLOCK;
-    if (cap < 1)
-        cap = 1;
-    const unsigned int blocks = (unsigned int)(per_sm < cap ? per_sm : cap) * (unsigned int)dev->multiprocessor_count;
-    return blocks < GS_MAX_BLOCKS ? blocks : GS_MAX_BLOCKS;
-}
-
 static gs_status be_open(const gs_backend_device *dev, gs_backend_instance **out)
 {
     gs_backend_instance *inst = calloc(1, sizeof *inst);
@@ -158,12 +147,11 @@ static gs_status be_open(const gs_backend_device *dev, gs_backend_instance **out
         free(inst);
         return cuda_fail(rc, what);
     }
-    /* What counts as an input the L2 cache holds (grid_for): two thirds of it (32 MiB of
-     * an H100's 50); 32 MiB where the driver does not say. */
+    /* What counts as an input the L2 cache holds (grid_policy.h). */
     int l2 = 0;
-    if (host->cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev->device) != CUDA_SUCCESS || l2 <= 0)
-        l2 = 48 << 20;
-    inst->l2_bytes = (uint64_t)l2 / 3 * 2;
+    if (host->cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev->device) != CUDA_SUCCESS)
+        l2 = 0;
+    inst->l2_bytes = gs_grid_l2_bytes(l2);
     for (int k = 0; k < GS_NKERNELS + GS_NSEG_KERNELS; k++) {
         const int seg = k >= GS_NKERNELS;
         const kernel_entry *e = seg ? &seg_kernels[k - GS_NKERNELS] : &kernels[k];
@@ -186,9 +174,10 @@ static gs_status be_open(const gs_backend_device *dev, gs_backend_instance **out
             inst->seg_fn[k - GS_NKERNELS] = f;
             inst->seg_max_blocks[k - GS_NKERNELS] = (unsigned int)per_sm * (unsigned int)dev->multiprocessor_count;
         } else {
+            const unsigned int sms = (unsigned int)dev->multiprocessor_count;
             inst->fn[k] = f;
-            inst->max_blocks[k] = grid_cap(dev, per_sm, GS_GRID_THREADS_PER_SM);
-            inst->max_blocks_dram[k] = grid_cap(dev, per_sm, GS_GRID_THREADS_PER_SM_DRAM);
+            inst->max_blocks[k] = gs_grid_cap(sms, per_sm, GS_GRID_THREADS_PER_SM);
+            inst->max_blocks_dram[k] = gs_grid_cap(sms, per_sm, GS_GRID_THREADS_PER_SM_DRAM);
         }
     }
     host->log(GS_LOG_DEBUG,
@@ -219,21 +208,6 @@ static uint64_t be_workspace_size(const gs_backend_instance *inst)
     return GS_WORKSPACE_BYTES;
 }
 
-/* Blocks for n elements: enough that every thread has about two 16-byte vectors (so the
- * whole input is in flight at once for small n), at most max_blocks (each thread then
- * loops; max_blocks_dram when the input is larger than l2_bytes), and one block when a
- * block covers everything in one trip (no partials, no ticket). */
-static unsigned int grid_for(const gs_backend_instance *inst, int k, gs_dtype dtype, uint64_t n)
-{
-    const uint64_t size = gs_dtype_size(dtype), per_vec = 16 / size;
-    const uint64_t block_trip = (uint64_t)GS_BACKEND_BLOCK * GS_BACKEND_ITEMS * per_vec;
-    if (n <= block_trip)
-        return 1;
-    uint64_t want = (n + 2 * GS_BACKEND_BLOCK * per_vec - 1) / (2 * GS_BACKEND_BLOCK * per_vec);
-    unsigned int max = n > inst->l2_bytes / size ? inst->max_blocks_dram[k] : inst->max_blocks[k];
-    return want < max ? (unsigned int)want : max;
-}
-
 static gs_status be_reduce(gs_backend_instance *inst, const gs_backend_reduce_args *a)
 {
     int k = find_kernel(a->dtype, a->op, a->out_dtype);
@@ -247,7 +221,8 @@ static gs_status be_reduce(gs_backend_instance *inst, const gs_backend_reduce_ar
                         (unsigned long long)a->workspace_bytes, (unsigned)GS_WORKSPACE_BYTES);
         return GS_ERROR_INTERNAL;
     }
-    unsigned int grid = grid_for(inst, k, a->dtype, a->n);
+    unsigned int grid = gs_grid_for(a->n, gs_dtype_size(a->dtype), inst->l2_bytes, inst->max_blocks[k],
+                                    inst->max_blocks_dram[k]);
     CUdeviceptr in = a->in, out = a->out, ws = a->workspace;
     uint64_t n = a->n;
     void *params[] = {&in, &n, &out, &ws};

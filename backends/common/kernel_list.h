@@ -41,16 +41,6 @@
 #define GS_SEG_QUEUE_OFFSET 16
 #define GS_WORKSPACE_BYTES 65536
 
-/* gs_reduce's grid: at most this many threads per multiprocessor (3 blocks of 256) for an
- * input the L2 cache holds, and GS_GRID_THREADS_PER_SM_DRAM (6 blocks) for a larger one,
- * where what is resident is less. Measured on an H100 (bench/tune.sh, bench/NOTES.md
- * v6): up to 32 MiB, 2 .. 3 blocks per multiprocessor beat a full device by up to 12 %
- * (fewer partials for the last block, less contention in L2); beyond, the kernels with
- * more work per byte (int32 ARGMAX and SUM, float64 MAX) need 5 .. 8 blocks to keep
- * DRAM busy (3 cost them up to 11 %) while the others are flat from 3 to 8. */
-#define GS_GRID_THREADS_PER_SM 768
-#define GS_GRID_THREADS_PER_SM_DRAM 1536
-
 /* Segmented reduction: bytes of one chunk slot for op (ARGMIN/ARGMAX accumulators are a
  * value and an int64 index); the chunk counters, at a fixed place for every op (a later
  * launch's slots must never land on counters that must stay zero), clear of gs_reduce's

@@ -1,0 +1,65 @@
+/* gs_reduce's launch policy: how many blocks for n elements. Host code only, C and C++:
+ * used by backends/common/backend.c (the launches) and by bench/tune.cu (to mark the grid
+ * the policy would choose), so the two cannot disagree. Needs GS_BACKEND_BLOCK and
+ * GS_BACKEND_ITEMS (threads per block, loads in flight; backends/meson.build). */
+#ifndef GS_GRID_POLICY_H
+#define GS_GRID_POLICY_H
+
+#include <stdint.h>
+
+#include "kernel_list.h"
+
+#if !defined(GS_BACKEND_BLOCK) || !defined(GS_BACKEND_ITEMS)
+#  error "GS_BACKEND_BLOCK and GS_BACKEND_ITEMS must be defined"
+#endif
+
+/* At most this many threads per multiprocessor (3 blocks of 256) for an input the L2
+ * cache holds, and GS_GRID_THREADS_PER_SM_DRAM (6 blocks) for a larger one, where what is
+ * resident is less. Measured on an H100 (bench/tune.sh, bench/NOTES.md v6): up to 32 MiB,
+ * 2 .. 3 blocks per multiprocessor beat a full device by up to 12 % (fewer partials for
+ * the last block, less contention in L2); beyond, the kernels with more work per byte
+ * (int32 ARGMAX and SUM, float64 MAX) need 5 .. 8 blocks to keep DRAM busy (3 cost them up
+ * to 11 %) while the others are flat from 3 to 8. */
+#define GS_GRID_THREADS_PER_SM 768
+#define GS_GRID_THREADS_PER_SM_DRAM 1536
+
+/* The most blocks of a kernel with per_sm of them resident per multiprocessor (at least
+ * one assumed): threads_per_sm's worth per multiprocessor (at least one block), at most
+ * what is resident, at most GS_MAX_BLOCKS (the workspace's partial slots). */
+static inline unsigned int gs_grid_cap(unsigned int multiprocessors, int per_sm, int threads_per_sm)
+{
+    int cap = threads_per_sm / GS_BACKEND_BLOCK;
+    if (cap < 1)
+        cap = 1;
+    if (per_sm < 1)
+        per_sm = 1;
+    const unsigned int blocks = (unsigned int)(per_sm < cap ? per_sm : cap) * multiprocessors;
+    return blocks < GS_MAX_BLOCKS ? blocks : GS_MAX_BLOCKS;
+}
+
+/* The input size up to which the L2 cache counts as holding it, from the L2 size in bytes
+ * the driver reports: two thirds of it (32 MiB of an H100's 50); 32 MiB where l2 <= 0. */
+static inline uint64_t gs_grid_l2_bytes(int l2)
+{
+    if (l2 <= 0)
+        l2 = 48 << 20;
+    return (uint64_t)l2 / 3 * 2;
+}
+
+/* Blocks for n elements of `size` bytes: enough that every thread has about two 16-byte
+ * vectors (so the whole input is in flight at once for small n), at most max_blocks (each
+ * thread then loops; max_blocks_dram when the input is larger than l2_bytes), and one
+ * block when a block covers everything in one trip (no partials, no ticket). */
+static inline unsigned int gs_grid_for(uint64_t n, uint64_t size, uint64_t l2_bytes, unsigned int max_blocks,
+                                       unsigned int max_blocks_dram)
+{
+    const uint64_t per_vec = 16 / size;
+    const uint64_t block_trip = (uint64_t)GS_BACKEND_BLOCK * GS_BACKEND_ITEMS * per_vec;
+    if (n <= block_trip)
+        return 1;
+    const uint64_t want = (n + 2 * GS_BACKEND_BLOCK * per_vec - 1) / (2 * GS_BACKEND_BLOCK * per_vec);
+    const unsigned int max = n > l2_bytes / size ? max_blocks_dram : max_blocks;
+    return want < max ? (unsigned int)want : max;
+}
+
+#endif
