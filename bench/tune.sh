@@ -2,8 +2,9 @@
 # Grid-size sweep of the gs_reduce kernels for each launch-policy variant (bench/tune.cu):
 #   bash bench/tune.sh OUTDIR [VARIANT...]
 # A variant is BACKEND-THREADS-LOADS (cuda_sm20-256-4). BACKEND-THREADS-LOADS-old builds
-# against the copy of backends/common in $TUNE_OLD_COMMON instead (a previous version of
-# the kernels, to compare); BACKEND-THREADS-LOADS-NAME with -DNAME=1 (an experiment kept
+# the kernels of the copy of backends/ in $TUNE_OLD_BACKENDS instead (a previous version,
+# `git archive REV backends | tar x -C DIR` and TUNE_OLD_BACKENDS=DIR/backends, to
+# compare; the grid it marks as the default is the current policy's); BACKEND-THREADS-LOADS-NAME with -DNAME=1 (an experiment kept
 # behind a macro while it is measured). Writes OUTDIR/tune-<variant>.csv and .log; needs
 # nvcc and a GPU (exit 77 without one).
 set -euo pipefail
@@ -18,14 +19,16 @@ arch=${TUNE_ARCH:-$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/
 [ -n "$arch" ] || { echo "tune.sh: no GPU" >&2; exit 77; }
 
 build() {
-    local v=$1 common=$root/backends/common backend threads loads extra define=()
+    local v=$1 backends=$root/backends backend threads loads extra define=()
     IFS=- read -r backend threads loads extra <<<"$v"
     case "$extra" in
-    old) common=${TUNE_OLD_COMMON:?TUNE_OLD_COMMON: where the old backends/common is} ;;
+    old) backends=${TUNE_OLD_BACKENDS:?TUNE_OLD_BACKENDS: where the old copy of backends/ is} ;;
     '') ;;
     *) define=("-D$extra=1") ;;
     esac
-    nvcc -std=c++17 -O3 -lineinfo -arch=sm_$arch -I "$common" -I "$root/api" -I "$root/backends" -I "$here" \
+    # $backends first (an -old variant's kernels), then the current grid_policy.h
+    nvcc -std=c++17 -O3 -lineinfo -arch=sm_$arch -I "$backends/common" -I "$root/backends/common" \
+        -I "$root/api" -I "$backends" -I "$here" \
         "-DTUNE_KERNELS=\"$backend/kernels.cu\"" "-DTUNE_VARIANT=\"$v\"" \
         -DGS_BACKEND_BLOCK="$threads" -DGS_BACKEND_ITEMS="$loads" "${define[@]}" \
         -o "$out/tune-$v" "$here/tune.cu"
@@ -35,5 +38,5 @@ wait
 for v in "${variants[@]}"; do
     exe=$out/tune-$v
     [ -x "$exe" ] || { echo "tune.sh: $v did not build" >&2; continue; }
-    "$exe" ${TUNE_ARGS:-} >"$exe.csv" 2>"$exe.log" || echo "tune.sh: $v failed (see $exe.log)" >&2
+    "$exe" ${TUNE_ARGS:-} >"$exe.csv" 2>"$exe.log" || echo "tune.sh: $v exited $? (see $exe.log)" >&2
 done
