@@ -9,7 +9,8 @@
  * n and grid size, one checked launch and 7 runs of 20 back-to-back launches timed with
  * CUDA events (median per launch). Prints CSV on stdout:
  *   variant,kernel,n,log2n,grid,blocks_per_sm,is_default,time_us,check
- * where is_default marks the grid the backends would choose (grid_policy.h).
+ * where is_default marks the grid the backends would choose (grid_policy.h); with
+ * --default-grid, only that grid is run (for profiling one launch of it).
  */
 #include TUNE_KERNELS
 
@@ -148,6 +149,7 @@ int main(int argc, char **argv)
 {
     int lo = 16, hi = 25;
     const char *only = NULL;
+    bool default_only = false;
     for (int k = 1; k < argc; k++) {
         if (!strcmp(argv[k], "--min-log2") && k + 1 < argc)
             lo = atoi(argv[++k]);
@@ -155,13 +157,15 @@ int main(int argc, char **argv)
             hi = atoi(argv[++k]);
         else if (!strcmp(argv[k], "--only") && k + 1 < argc)
             only = argv[++k];
+        else if (!strcmp(argv[k], "--default-grid"))
+            default_only = true;
         else {
             lo = -1;
             break;
         }
     }
     if (lo < 0 || hi < lo || hi > 31) {
-        fprintf(stderr, "usage: %s [--min-log2 L] [--max-log2 H] [--only SUBSTRING]  (0 <= L <= H <= 31)\n",
+        fprintf(stderr, "usage: %s [--min-log2 L] [--max-log2 H] [--only SUBSTRING] [--default-grid]  (0 <= L <= H <= 31)\n",
                 argv[0]);
         return 2;
     }
@@ -216,7 +220,7 @@ int main(int argc, char **argv)
                 std::sort(grids.begin(), grids.end());
                 grids.erase(std::unique(grids.begin(), grids.end()), grids.end());
                 for (unsigned int g : grids) {
-                    if (g == 0 || g > GS_MAX_BLOCKS || (g != def && g > one_vec))
+                    if (g == 0 || g > GS_MAX_BLOCKS || (g != def && (default_only || g > one_vec)))
                         continue;
                     unsigned char got[16] = {0};
                     CK(cudaMemsetAsync(out, 0xff, 16, s));

@@ -6,7 +6,10 @@
 # `git archive REV backends | tar x -C DIR` and TUNE_OLD_BACKENDS=DIR/backends, to
 # compare; the grid it marks as the default is the current policy's); BACKEND-THREADS-LOADS-NAME with -DNAME=1 (an experiment kept
 # behind a macro while it is measured). Writes OUTDIR/tune-<variant>.csv and .log; needs
-# nvcc and a GPU (exit 77 without one).
+# nvcc and a GPU (exit 77 without one). TUNE_BUILD_ONLY=1: build OUTDIR/tune-<variant>
+# only (bench/ncu.sh); TUNE_SKIP_BUILD=1: run the programs an earlier TUNE_BUILD_ONLY
+# call built (so that nothing else loads the machine while they are timed); TUNE_ARCH: the
+# compute capability (e.g. 90) when no GPU is asked.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -33,8 +36,11 @@ build() {
         -DGS_BACKEND_BLOCK="$threads" -DGS_BACKEND_ITEMS="$loads" "${define[@]}" \
         -o "$out/tune-$v" "$here/tune.cu"
 }
-for v in "${variants[@]}"; do build "$v" & done
-wait
+if [ -z "${TUNE_SKIP_BUILD:-}" ]; then
+    for v in "${variants[@]}"; do build "$v" & done
+    wait
+fi
+[ -z "${TUNE_BUILD_ONLY:-}" ] || exit 0
 for v in "${variants[@]}"; do
     exe=$out/tune-$v
     [ -x "$exe" ] || { echo "tune.sh: $v did not build" >&2; continue; }

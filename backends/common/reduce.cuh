@@ -66,9 +66,11 @@ template <typename W> struct Arith { typedef W type; };
 template <> struct Arith<int32_t> { typedef uint32_t type; };
 template <> struct Arith<int64_t> { typedef uint64_t type; };
 
-template <typename W> __device__ __forceinline__ bool is_nan(W) { return false; }
-template <> __device__ __forceinline__ bool is_nan<float>(float x) { return x != x; }
-template <> __device__ __forceinline__ bool is_nan<double>(double x) { return x != x; }
+/* (is_nan, OpArgBase::combine and the ARGMIN/ARGMAX keys are also host functions, for
+ * tests/unit/test_argkey.cu.) */
+template <typename W> __host__ __device__ __forceinline__ bool is_nan(W) { return false; }
+template <> __host__ __device__ __forceinline__ bool is_nan<float>(float x) { return x != x; }
+template <> __host__ __device__ __forceinline__ bool is_nan<double>(double x) { return x != x; }
 
 /* min/max of two numbers (NaNs are the callers' business): one instruction each. */
 template <typename W> __device__ __forceinline__ W vmax(W a, W b) { return a < b ? b : a; }
@@ -198,7 +200,7 @@ template <typename T, typename Out, bool kMax> struct OpArgBase {
      * warp reductions shuffle between calls of it, and with branches there the compiler
      * wrapped the shuffles in divergence fall-backs (WARPSYNC.COLLECTIVE); f32 ARGMAX's
      * kernel went from 2096 to 1432 instructions with this and the member-wise shuffle. */
-    static __device__ __forceinline__ Acc combine(Acc a, Acc b)
+    static __host__ __device__ __forceinline__ Acc combine(Acc a, Acc b)
     {
         const bool an = is_nan(a.v), bn = is_nan(b.v);
         const bool b_better = kMax ? a.v < b.v : b.v < a.v;
@@ -219,6 +221,83 @@ template <typename T, typename Out> struct OpArgMax : OpArgBase<T, Out, true> {}
 template <typename Op> struct IsArg { static const bool value = false; };
 template <typename T, typename Out> struct IsArg<OpArgMin<T, Out> > { static const bool value = true; };
 template <typename T, typename Out> struct IsArg<OpArgMax<T, Out> > { static const bool value = true; };
+
+/* ARGMIN/ARGMAX as one 64-bit key. For a value of 32 bits or less (computed as float,
+ * int32 or uint32) and an index below 2^32 - 1, the pair packs into one uint64 whose
+ * unsigned maximum is the pair combine() would choose: the high word orders the values
+ * (the better value higher, every NaN above every number, signed zeros equal), the low
+ * word is ~index (the lower index higher). Key 0 is "no element": a number's high word is
+ * never 0, and the lowest value of an integer type (high word 0) has a low word of at
+ * least 1 below that index limit. Combining keys is a 64-bit max: two compares and two
+ * selects without a branch, where OpArgBase::combine, with its NaN and tie rules, is about
+ * 20 instructions around branches; the block and grid reductions of ARGMIN/ARGMAX, whose
+ * latency made most of their extra cost over SUM at small n, run on keys whenever n allows
+ * (bench/NOTES.md, v7). Only the index reaches the output. */
+template <typename V, bool kMax> struct KeyOrder {
+    static const bool kUsable = false;
+};
+template <bool kMax> struct KeyOrder<float, kMax> {
+    static const bool kUsable = true;
+    static __host__ __device__ __forceinline__ uint32_t ord(float v)
+    {
+#ifdef __CUDA_ARCH__
+        const uint32_t u = __float_as_uint(__fadd_rn(v, 0.0f)); /* -0 becomes +0 */
+#else
+        const float z = v + 0.0f;
+        uint32_t u;
+        memcpy(&u, &z, sizeof u);
+#endif
+        const uint32_t up = u ^ ((uint32_t)((int32_t)u >> 31) | 0x80000000u); /* increases with v */
+        return v != v ? 0xffffffffu : kMax ? up : ~up;
+    }
+};
+template <bool kMax> struct KeyOrder<int32_t, kMax> {
+    static const bool kUsable = true;
+    static __host__ __device__ __forceinline__ uint32_t ord(int32_t v)
+    {
+        const uint32_t up = (uint32_t)v ^ 0x80000000u;
+        return kMax ? up : ~up;
+    }
+};
+template <bool kMax> struct KeyOrder<uint32_t, kMax> {
+    static const bool kUsable = true;
+    static __host__ __device__ __forceinline__ uint32_t ord(uint32_t v) { return kMax ? v : ~v; }
+};
+
+/* The most elements an input may have for keys: indices up to 2^32 - 3, so that ~index
+ * is never 0. Longer inputs take OpArgBase::combine throughout. */
+static const uint64_t kArgKeyMaxN = 0xfffffffeull;
+
+/* The op that block_reduce and the partials run on: the maximum key, and its index. */
+template <typename T> struct OpArgKey {
+    typedef T In;
+    typedef int64_t OutT;
+    typedef uint64_t Acc;
+    static __host__ __device__ __forceinline__ Acc identity() { return 0; }
+    static __host__ __device__ __forceinline__ Acc combine(Acc a, Acc b) { return a < b ? b : a; }
+    static __host__ __device__ __forceinline__ int64_t result(Acc k)
+    {
+        return k ? (int64_t)(uint32_t)~(uint32_t)k : -1;
+    }
+};
+template <typename Op> struct IsArgKey { static const bool value = false; };
+template <typename T> struct IsArgKey<OpArgKey<T> > { static const bool value = true; };
+
+template <typename Op> struct ArgKey {
+    static const bool kUsable = false;
+};
+template <typename T, typename Out, bool kMax> struct ArgKeyBase {
+    typedef OpArgBase<T, Out, kMax> Arg;
+    typedef KeyOrder<typename Arg::V, kMax> Order;
+    static const bool kUsable = Order::kUsable;
+    typedef OpArgKey<T> Op;
+    static __host__ __device__ __forceinline__ uint64_t key(typename Arg::Acc a)
+    {
+        return a.i < 0 ? 0 : (uint64_t)Order::ord(a.v) << 32 | (uint32_t)~(uint32_t)a.i;
+    }
+};
+template <typename T, typename Out> struct ArgKey<OpArgMin<T, Out> > : ArgKeyBase<T, Out, false> {};
+template <typename T, typename Out> struct ArgKey<OpArgMax<T, Out> > : ArgKeyBase<T, Out, true> {};
 
 /* Bitwise operations, integers only, in the unsigned type of the (widened) width. */
 template <typename T, typename Out> struct OpBitBase {
@@ -385,10 +464,13 @@ template <typename T, typename Out, bool kMax> struct AccumArg {
         for (int k = kPer - 2; k >= 0; k--)
             pos = VecBest<T, kMax>::same(v[k], m) ? k : pos;
         const V mv = widen(m); /* not a NaN */
-        if (a.i < 0 || (!is_nan(a.v) && (kMax ? a.v < mv : mv < a.v))) {
-            a.v = mv;
-            a.i = (int64_t)(first + (uint64_t)pos);
-        }
+        /* Selects, not a branch: whether the vector wins differs from lane to lane, and
+         * with `if` the compiler sank the position into a branch that most warps then ran
+         * both ways. */
+        const bool take = a.i < 0 || (!is_nan(a.v) && (kMax ? a.v < mv : mv < a.v));
+        const int64_t idx = (int64_t)(first + (uint64_t)pos);
+        a.v = take ? mv : a.v;
+        a.i = take ? idx : a.i;
         return a;
     }
 };
@@ -412,17 +494,15 @@ __device__ __forceinline__ typename Op::Acc fold16(typename Op::Acc acc, const u
 /* Folds n consecutive elements starting at `in` (element-aligned), whose first has index
  * `first`, as thread t of nt cooperating threads: the misaligned head and the tail one
  * element per thread, the 16-byte vectors in between with kUnroll independent loads in
- * flight. Each of the thread's accumulators sees increasing indices. Returns the thread's
- * share, combined in a fixed order. Used with nt = the grid (gs_reduce), a block, or a
- * group of threads (segmented reduction). */
-template <typename Policy, typename Op, int kUnrollArg = 0>
-__device__ __forceinline__ typename Op::Acc accumulate(const typename Op::In *__restrict__ in, uint64_t n,
-                                                       uint64_t first, uint64_t t, uint64_t nt)
+ * flight, each into its own accumulator acc[u], which sees increasing indices.
+ * accumulate() below returns the thread's share, combined in a fixed order. Used with
+ * nt = the grid (gs_reduce), a block, or a group of threads (segmented reduction). */
+template <typename Policy, typename Op, int kUnroll>
+__device__ __forceinline__ void accumulate_parts(const typename Op::In *__restrict__ in, uint64_t n, uint64_t first,
+                                                 uint64_t t, uint64_t nt, typename Op::Acc (&acc)[kUnroll])
 {
     typedef typename Op::In T;
-    typedef typename Op::Acc Acc;
     const int kPer = 16 / sizeof(T);
-    const int kUnroll = kUnrollArg ? kUnrollArg : Policy::kUnroll;
 
     /* Split [0, n) into a misaligned head, whole 16-byte vectors, and a tail, once. The
      * input is element-aligned (checked by the core), so head < kPer. */
@@ -434,7 +514,6 @@ __device__ __forceinline__ typename Op::Acc accumulate(const typename Op::In *__
     const uint64_t tail_begin = head + nvec * kPer;
     const uint4 *vin = (const uint4 *)(in + head);
 
-    Acc acc[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; u++)
         acc[u] = Op::identity();
@@ -464,25 +543,33 @@ __device__ __forceinline__ typename Op::Acc accumulate(const typename Op::In *__
 #pragma unroll 1
     for (uint64_t r = tail_begin + t; r < n; r += nt)
         acc[0] = Accum<Op>::add(acc[0], in[r], (int64_t)(first + r));
+}
+
+/* The same, as one value: the accumulators combined in a fixed order. */
+template <typename Policy, typename Op, int kUnrollArg = 0>
+__device__ __forceinline__ typename Op::Acc accumulate(const typename Op::In *__restrict__ in, uint64_t n,
+                                                       uint64_t first, uint64_t t, uint64_t nt)
+{
+    const int kUnroll = kUnrollArg ? kUnrollArg : Policy::kUnroll;
+    typename Op::Acc acc[kUnroll];
+    accumulate_parts<Policy, Op, kUnroll>(in, n, first, t, nt, acc);
 #pragma unroll
     for (int u = 1; u < kUnroll; u++)
         acc[0] = Op::combine(acc[0], acc[u]);
     return acc[0];
 }
 
+/* Combines one value per thread of the grid (acc) into *out: the block's reduction, then
+ * DESIGN.md's protocol, the last block combining the partials. */
 template <typename Policy, typename Op>
-__device__ __forceinline__ void reduce_kernel(const typename Op::In *__restrict__ in, uint64_t n,
-                                              typename Op::OutT *__restrict__ out, unsigned char *workspace)
+__device__ __forceinline__ void grid_combine(typename Op::Acc acc, typename Op::OutT *__restrict__ out,
+                                             unsigned char *workspace)
 {
     typedef typename Op::Acc Acc;
     unsigned int *counter = (unsigned int *)workspace;
     Acc *partials = (Acc *)(workspace + GS_PARTIALS_OFFSET);
     __shared__ typename Policy::template Scratch<Acc> scratch;
-
-    const uint64_t tid = threadIdx.x;
-    const uint64_t gtid = (uint64_t)blockIdx.x * Policy::kBlock + tid;
-    const uint64_t stride = (uint64_t)gridDim.x * Policy::kBlock;
-    Acc acc = accumulate<Policy, Op>(in, n, 0, gtid, stride);
+    const unsigned int tid = threadIdx.x;
 
     Acc block = Policy::template block_reduce<Op>(acc, scratch);
 
@@ -533,6 +620,33 @@ __device__ __forceinline__ void reduce_kernel(const typename Op::In *__restrict_
             gs_reset_counter(counter);
         }
     }
+}
+
+template <typename Policy, typename Op>
+__device__ __forceinline__ void reduce_kernel(const typename Op::In *__restrict__ in, uint64_t n,
+                                              typename Op::OutT *__restrict__ out, unsigned char *workspace)
+{
+    const uint64_t gtid = (uint64_t)blockIdx.x * Policy::kBlock + threadIdx.x;
+    const uint64_t stride = (uint64_t)gridDim.x * Policy::kBlock;
+    typename Op::Acc acc[Policy::kUnroll];
+    accumulate_parts<Policy, Op, Policy::kUnroll>(in, n, 0, gtid, stride, acc);
+    if constexpr (ArgKey<Op>::kUsable) {
+        if (n <= kArgKeyMaxN) {
+            /* ARGMIN/ARGMAX of 32-bit values: the rest on keys (the thread's own
+             * accumulators too) */
+            typedef ArgKey<Op> K;
+            uint64_t k = K::key(acc[0]);
+#pragma unroll
+            for (int u = 1; u < Policy::kUnroll; u++)
+                k = K::Op::combine(k, K::key(acc[u]));
+            grid_combine<Policy, typename K::Op>(k, out, workspace);
+            return;
+        }
+    }
+#pragma unroll
+    for (int u = 1; u < Policy::kUnroll; u++)
+        acc[0] = Op::combine(acc[0], acc[u]);
+    grid_combine<Policy, Op>(acc[0], out, workspace);
 }
 
 } // namespace gs

@@ -1,7 +1,7 @@
 /* cuda_sm11_compat: the last-block guard with a __shared__ flag and __syncthreads
  * (compute capability 1.1+), and only what the oldest generation had: no warp shuffles,
  * no __syncthreads_or, no read-only-path loads. The block reduction is a shared-memory
- * tree with a barrier per level. */
+ * tree with a barrier per level (of up to 8 values each). */
 #include "gridsync_device.cuh"
 #include "reduce.cuh"
 
@@ -18,20 +18,44 @@ struct PolicySm11Compat {
 
     static __device__ __forceinline__ uint4 load16(const uint4 *p) { return *p; }
 
+    /* A shared-memory tree of few levels, each ended by a barrier: at every level the
+     * first m = ceil(n / kFan) threads fold the n values left, thread t the ones at
+     * t + k m for k < kFan (consecutive threads read consecutive slots: no bank
+     * conflicts), loaded together and combined as a pairwise tree (3 combines deep for 8),
+     * until one is left, in thread 0. 256 threads take 3 barriers; the binary tree
+     * (offsets 128, 64, ..., 1) took 9, and left this backend 5 .. 14 % behind cuda_sm20
+     * in the block reductions of ARGMIN/ARGMAX at 2^14 .. 2^23 on an H100 (bench/NOTES.md,
+     * v7). kFan is 4 for 16-byte values (ARGMIN/ARGMAX of 64-bit types): eight of them
+     * took 82 registers where the kernel needed 57. A fixed order, so deterministic. */
     template <typename Op>
     static __device__ __forceinline__ typename Op::Acc block_reduce(typename Op::Acc v,
                                                                     Scratch<typename Op::Acc> &s)
     {
+        const int kFan = sizeof(typename Op::Acc) > 8 ? 4 : 8;
         const unsigned int t = threadIdx.x;
         s.v[t] = v;
-        __syncthreads();
 #pragma unroll
-        for (unsigned int off = kBlock / 2; off > 0; off >>= 1) {
-            if (t < off)
-                s.v[t] = Op::combine(s.v[t], s.v[t + off]);
+        for (unsigned int n = kBlock; n > 1; n = (n + kFan - 1) / kFan) {
+            const unsigned int m = (n + kFan - 1) / kFan;
             __syncthreads();
+            if (t < m) {
+                typename Op::Acc w[kFan];
+#pragma unroll
+                for (int k = 0; k < kFan; k++)
+                    if (t + k * m < n)
+                        w[k] = s.v[t + k * m];
+#pragma unroll
+                for (int h = 1; h < kFan; h *= 2)
+#pragma unroll
+                    for (int k = 0; k + h < kFan; k += 2 * h)
+                        if (t + (k + h) * m < n)
+                            w[k] = Op::combine(w[k], w[k + h]);
+                v = w[0];
+                if (m > 1)
+                    s.v[t] = v;
+            }
         }
-        return s.v[0];
+        return v;
     }
 
     /* Segmented reduction: groups of 32 threads each reduce a medium segment. Without warp

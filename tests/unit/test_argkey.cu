@@ -1,0 +1,123 @@
+/*
+ * The ARGMIN/ARGMAX keys of backends/common/reduce.cuh, on the CPU: for float32, int32
+ * and uint32 values (and so every type that widens to them), both directions, and pairs
+ * of (value, index) drawn from the values that decide ties and NaNs (signed zeros,
+ * infinities, NaNs of either sign and payload, denormals, the integer extremes) and from
+ * random ones, the maximum of the two keys must name the index that OpArgBase::combine -
+ * the rule the kernels apply without keys - chooses, in either order; "no element" (key
+ * 0, index -1) must lose to everything. The kernels combine keys only where n allows
+ * (reduce_kernel); this checks that doing so cannot change an answer. Prints one line per
+ * type and direction; exit status 1 on the first mismatch of each.
+ */
+#include "reduce.cuh"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <random>
+#include <vector>
+
+static float bits_float(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+template <typename V> static std::vector<V> special_values();
+
+template <> std::vector<float> special_values<float>()
+{
+    std::vector<float> v = {0.0f, -0.0f, 1.0f, -1.0f, 0.5f, -0.5f, INFINITY, -INFINITY, 3.4028235e38f,
+                            -3.4028235e38f, 1.17549435e-38f, -1.17549435e-38f};
+    const uint32_t raw[] = {
+        0x00000001u, 0x80000001u, /* the smallest denormals */
+        0x007fffffu, 0x807fffffu, /* the largest denormals */
+        0x7fc00000u, 0xffc00000u, /* quiet NaNs, both signs */
+        0x7f800001u, 0xff800001u, /* signalling NaNs */
+        0x7fffffffu, 0xffffffffu, /* NaNs with every payload bit */
+    };
+    for (uint32_t r : raw)
+        v.push_back(bits_float(r));
+    std::mt19937 rng(7);
+    for (int k = 0; k < 24; k++)
+        v.push_back(bits_float((uint32_t)rng()));
+    return v;
+}
+
+template <> std::vector<int32_t> special_values<int32_t>()
+{
+    std::vector<int32_t> v = {0, 1, -1, 2, -2, INT32_MAX, INT32_MIN, INT32_MAX - 1, INT32_MIN + 1};
+    std::mt19937 rng(8);
+    for (int k = 0; k < 24; k++)
+        v.push_back((int32_t)rng());
+    return v;
+}
+
+template <> std::vector<uint32_t> special_values<uint32_t>()
+{
+    std::vector<uint32_t> v = {0u, 1u, 2u, 0x7fffffffu, 0x80000000u, 0xfffffffeu, 0xffffffffu};
+    std::mt19937 rng(9);
+    for (int k = 0; k < 24; k++)
+        v.push_back((uint32_t)rng());
+    return v;
+}
+
+/* Indices up to the largest that keys allow (an input of kArgKeyMaxN elements). */
+static const int64_t kIndices[] = {0, 1, 2, 7, 1000, (int64_t)1 << 31, ((int64_t)1 << 32) - 4,
+                                   (int64_t)gs::kArgKeyMaxN - 1};
+
+template <typename V, bool kMax> static int check(const char *name)
+{
+    typedef gs::OpArgBase<V, V, kMax> Arg;
+    typedef gs::ArgKeyBase<V, V, kMax> Key;
+    typedef typename Arg::Acc Acc;
+    const std::vector<V> values = special_values<V>();
+    std::vector<Acc> accs;
+    for (V x : values)
+        for (int64_t i : kIndices) {
+            Acc a;
+            a.v = x;
+            a.i = i;
+            accs.push_back(a);
+        }
+    Acc none;
+    none.v = V(0);
+    none.i = -1;
+    accs.push_back(none);
+
+    long pairs = 0, bad = 0;
+    for (const Acc &a : accs)
+        for (const Acc &b : accs) {
+            if (a.i == b.i && a.i >= 0)
+                continue; /* one element has one value */
+            const int64_t want = Arg::combine(a, b).i;
+            const int64_t got = Key::Op::result(Key::Op::combine(Key::key(a), Key::key(b)));
+            pairs++;
+            if (got != want && bad++ == 0) {
+                double av = (double)a.v, bv = (double)b.v;
+                fprintf(stderr, "FAIL %s: (%g, %lld) vs (%g, %lld): combine picks %lld, keys pick %lld\n", name, av,
+                        (long long)a.i, bv, (long long)b.i, (long long)want, (long long)got);
+            }
+        }
+    /* The identity: key 0, result -1. */
+    if (Key::key(none) != 0 || Key::Op::identity() != 0 || Key::Op::result(0) != -1) {
+        fprintf(stderr, "FAIL %s: \"no element\" is not key 0 / index -1\n", name);
+        bad++;
+    }
+    printf("%-16s %ld pairs, %ld wrong\n", name, pairs, bad);
+    return bad ? 1 : 0;
+}
+
+int main(void)
+{
+    int status = 0;
+    status |= check<float, true>("float32 ARGMAX");
+    status |= check<float, false>("float32 ARGMIN");
+    status |= check<int32_t, true>("int32 ARGMAX");
+    status |= check<int32_t, false>("int32 ARGMIN");
+    status |= check<uint32_t, true>("uint32 ARGMAX");
+    status |= check<uint32_t, false>("uint32 ARGMIN");
+    return status;
+}
