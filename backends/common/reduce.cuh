@@ -222,53 +222,66 @@ template <typename Op> struct IsArg { static const bool value = false; };
 template <typename T, typename Out> struct IsArg<OpArgMin<T, Out> > { static const bool value = true; };
 template <typename T, typename Out> struct IsArg<OpArgMax<T, Out> > { static const bool value = true; };
 
-/* ARGMIN/ARGMAX as one 64-bit key. For a value of 32 bits or less (computed as float,
- * int32 or uint32) and an index below 2^32 - 1, the pair packs into one uint64 whose
- * unsigned maximum is the pair combine() would choose: the high word orders the values
- * (the better value higher, every NaN above every number, signed zeros equal), the low
- * word is ~index (the lower index higher). Key 0 is "no element": a number's high word is
- * never 0, and the lowest value of an integer type (high word 0) has a low word of at
- * least 1 below that index limit. Combining keys is a 64-bit max: two compares and two
- * selects without a branch, where OpArgBase::combine, with its NaN and tie rules, is about
- * 20 instructions around branches; the block and grid reductions of ARGMIN/ARGMAX, whose
- * latency made most of their extra cost over SUM at small n, run on keys whenever n allows
- * (bench/NOTES.md, v7). Only the index reaches the output. */
+/* ARGMIN/ARGMAX as keys. A (value, index) pair packs into an unsigned key whose maximum is
+ * the pair combine() would choose: the high word orders the values (the better value
+ * higher, every NaN above every number, signed zeros equal), the low word is ~index (the
+ * lower index higher). For a value of 32 bits or less (computed as float, int32 or
+ * uint32) and an index below 2^32 - 2 the key is one uint64; for 64-bit values
+ * (double, int64, uint64) it is two, the value's and ~index, with no limit on n. The
+ * all-zero key is "no element": a number's value word is never 0, and where it is (the
+ * lowest integer) the index word is not. Combining keys is a max - compares and selects
+ * without a branch - where OpArgBase::combine, with its NaN and tie rules, is about 20
+ * instructions around branches; the block and grid reductions of ARGMIN/ARGMAX, whose
+ * latency made most of their extra cost over SUM at small n, run on keys wherever n
+ * allows (bench/NOTES.md, v7). Only the index reaches the output. */
 template <typename V, bool kMax> struct KeyOrder {
     static const bool kUsable = false;
 };
+/* Floats: the bits, sign-magnitude turned into an order (negatives reversed below the
+ * positives), -0 made +0 first, every NaN the largest word. */
+template <typename F, typename W> __host__ __device__ __forceinline__ W float_order(F v, bool max)
+{
+    F z; /* v + 0: -0 becomes +0 */
+#ifdef __CUDA_ARCH__
+    if constexpr (sizeof(F) == 4)
+        z = __fadd_rn(v, 0.0f);
+    else
+        z = __dadd_rn(v, 0.0);
+#else
+    z = v + F(0);
+#endif
+    W u;
+    memcpy(&u, &z, sizeof u);
+    const W sign = (W)1 << (8 * sizeof(W) - 1);
+    const W up = u ^ ((u & sign) ? ~(W)0 : sign); /* increases with v */
+    return v != v ? ~(W)0 : max ? up : ~up;
+}
 template <bool kMax> struct KeyOrder<float, kMax> {
     static const bool kUsable = true;
-    static __host__ __device__ __forceinline__ uint32_t ord(float v)
-    {
-#ifdef __CUDA_ARCH__
-        const uint32_t u = __float_as_uint(__fadd_rn(v, 0.0f)); /* -0 becomes +0 */
-#else
-        const float z = v + 0.0f;
-        uint32_t u;
-        memcpy(&u, &z, sizeof u);
-#endif
-        const uint32_t up = u ^ ((uint32_t)((int32_t)u >> 31) | 0x80000000u); /* increases with v */
-        return v != v ? 0xffffffffu : kMax ? up : ~up;
-    }
+    typedef uint32_t Word;
+    static __host__ __device__ __forceinline__ Word ord(float v) { return float_order<float, Word>(v, kMax); }
 };
-template <bool kMax> struct KeyOrder<int32_t, kMax> {
+template <bool kMax> struct KeyOrder<double, kMax> {
     static const bool kUsable = true;
-    static __host__ __device__ __forceinline__ uint32_t ord(int32_t v)
+    typedef uint64_t Word;
+    static __host__ __device__ __forceinline__ Word ord(double v) { return float_order<double, Word>(v, kMax); }
+};
+/* Integers: two's complement with the sign bit flipped orders as unsigned. */
+template <typename I, typename W, bool kMax> struct KeyOrderInt {
+    static const bool kUsable = true;
+    typedef W Word;
+    static __host__ __device__ __forceinline__ Word ord(I v)
     {
-        const uint32_t up = (uint32_t)v ^ 0x80000000u;
+        const W up = (W)v ^ ((I)-1 < 0 ? (W)1 << (8 * sizeof(W) - 1) : 0);
         return kMax ? up : ~up;
     }
 };
-template <bool kMax> struct KeyOrder<uint32_t, kMax> {
-    static const bool kUsable = true;
-    static __host__ __device__ __forceinline__ uint32_t ord(uint32_t v) { return kMax ? v : ~v; }
-};
+template <bool kMax> struct KeyOrder<int32_t, kMax> : KeyOrderInt<int32_t, uint32_t, kMax> {};
+template <bool kMax> struct KeyOrder<uint32_t, kMax> : KeyOrderInt<uint32_t, uint32_t, kMax> {};
+template <bool kMax> struct KeyOrder<int64_t, kMax> : KeyOrderInt<int64_t, uint64_t, kMax> {};
+template <bool kMax> struct KeyOrder<uint64_t, kMax> : KeyOrderInt<uint64_t, uint64_t, kMax> {};
 
-/* The most elements an input may have for keys: indices up to 2^32 - 3, so that ~index
- * is never 0. Longer inputs take OpArgBase::combine throughout. */
-static const uint64_t kArgKeyMaxN = 0xfffffffeull;
-
-/* The op that block_reduce and the partials run on: the maximum key, and its index. */
+/* The ops that block_reduce and the partials run on: the maximum key, and its index. */
 template <typename T> struct OpArgKey {
     typedef T In;
     typedef int64_t OutT;
@@ -280,20 +293,54 @@ template <typename T> struct OpArgKey {
         return k ? (int64_t)(uint32_t)~(uint32_t)k : -1;
     }
 };
+struct Key128 {
+    uint64_t hi, lo; /* value word, ~index */
+};
+template <typename T> struct OpArgKey128 {
+    typedef T In;
+    typedef int64_t OutT;
+    typedef Key128 Acc;
+    static __host__ __device__ __forceinline__ Acc identity() { return Key128{0, 0}; }
+    static __host__ __device__ __forceinline__ Acc combine(Acc a, Acc b)
+    {
+        const bool take_b = a.hi < b.hi || (a.hi == b.hi && a.lo < b.lo);
+        Acc r;
+        r.hi = take_b ? b.hi : a.hi;
+        r.lo = take_b ? b.lo : a.lo;
+        return r;
+    }
+    static __host__ __device__ __forceinline__ int64_t result(Acc k) { return k.lo ? (int64_t)~k.lo : -1; }
+};
 template <typename Op> struct IsArgKey { static const bool value = false; };
 template <typename T> struct IsArgKey<OpArgKey<T> > { static const bool value = true; };
 
 template <typename Op> struct ArgKey {
     static const bool kUsable = false;
 };
-template <typename T, typename Out, bool kMax> struct ArgKeyBase {
+template <typename T, typename Out, bool kMax, typename W = typename KeyOrder<typename Wide<T>::type, kMax>::Word>
+struct ArgKeyBase;
+/* 32-bit values: one word; indices up to 2^32 - 3 (n <= kMaxN), so ~index is never 0. */
+template <typename T, typename Out, bool kMax> struct ArgKeyBase<T, Out, kMax, uint32_t> {
     typedef OpArgBase<T, Out, kMax> Arg;
     typedef KeyOrder<typename Arg::V, kMax> Order;
-    static const bool kUsable = Order::kUsable;
+    static const bool kUsable = true;
+    static const uint64_t kMaxN = 0xfffffffeull;
     typedef OpArgKey<T> Op;
     static __host__ __device__ __forceinline__ uint64_t key(typename Arg::Acc a)
     {
         return a.i < 0 ? 0 : (uint64_t)Order::ord(a.v) << 32 | (uint32_t)~(uint32_t)a.i;
+    }
+};
+/* 64-bit values: two words, any n. */
+template <typename T, typename Out, bool kMax> struct ArgKeyBase<T, Out, kMax, uint64_t> {
+    typedef OpArgBase<T, Out, kMax> Arg;
+    typedef KeyOrder<typename Arg::V, kMax> Order;
+    static const bool kUsable = true;
+    static const uint64_t kMaxN = ~0ull;
+    typedef OpArgKey128<T> Op;
+    static __host__ __device__ __forceinline__ Key128 key(typename Arg::Acc a)
+    {
+        return a.i < 0 ? Key128{0, 0} : Key128{Order::ord(a.v), ~(uint64_t)a.i};
     }
 };
 template <typename T, typename Out> struct ArgKey<OpArgMin<T, Out> > : ArgKeyBase<T, Out, false> {};
@@ -631,11 +678,10 @@ __device__ __forceinline__ void reduce_kernel(const typename Op::In *__restrict_
     typename Op::Acc acc[Policy::kUnroll];
     accumulate_parts<Policy, Op, Policy::kUnroll>(in, n, 0, gtid, stride, acc);
     if constexpr (ArgKey<Op>::kUsable) {
-        if (n <= kArgKeyMaxN) {
-            /* ARGMIN/ARGMAX of 32-bit values: the rest on keys (the thread's own
-             * accumulators too) */
-            typedef ArgKey<Op> K;
-            uint64_t k = K::key(acc[0]);
+        typedef ArgKey<Op> K;
+        if (n <= K::kMaxN) {
+            /* ARGMIN/ARGMAX: the rest on keys (the thread's own accumulators too) */
+            typename K::Op::Acc k = K::key(acc[0]);
 #pragma unroll
             for (int u = 1; u < Policy::kUnroll; u++)
                 k = K::Op::combine(k, K::key(acc[u]));

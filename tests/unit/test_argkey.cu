@@ -1,13 +1,14 @@
 /*
- * The ARGMIN/ARGMAX keys of backends/common/reduce.cuh, on the CPU: for float32, int32
- * and uint32 values (and so every type that widens to them), both directions, and pairs
- * of (value, index) drawn from the values that decide ties and NaNs (signed zeros,
- * infinities, NaNs of either sign and payload, denormals, the integer extremes) and from
- * random ones, the maximum of the two keys must name the index that OpArgBase::combine -
- * the rule the kernels apply without keys - chooses, in either order; "no element" (key
- * 0, index -1) must lose to everything. The kernels combine keys only where n allows
- * (reduce_kernel); this checks that doing so cannot change an answer. Prints one line per
- * type and direction; exit status 1 on the first mismatch of each.
+ * The ARGMIN/ARGMAX keys of backends/common/reduce.cuh, on the CPU: for float32, int32,
+ * uint32 (one-word keys; every smaller type widens to one of them), float64, int64 and
+ * uint64 (two-word keys), both directions, and pairs of (value, index) drawn from the
+ * values that decide ties and NaNs (signed zeros, infinities, NaNs of either sign and
+ * payload, denormals, the integer extremes) and from random ones, the maximum of the two
+ * keys must name the index that OpArgBase::combine - the rule the kernels apply without
+ * keys - chooses, in either order; "no element" (the zero key, index -1) must lose to
+ * everything. The kernels combine keys wherever n allows (reduce_kernel); this checks
+ * that doing so cannot change an answer. Prints one line per type and direction; exit
+ * status 1 if any pair disagrees (the first one of each is printed).
  */
 #include "reduce.cuh"
 
@@ -21,6 +22,13 @@
 static float bits_float(uint32_t u)
 {
     float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static double bits_double(uint64_t u)
+{
+    double f;
     memcpy(&f, &u, sizeof f);
     return f;
 }
@@ -46,6 +54,45 @@ template <> std::vector<float> special_values<float>()
     return v;
 }
 
+template <> std::vector<double> special_values<double>()
+{
+    std::vector<double> v = {0.0, -0.0, 1.0, -1.0, 0.5, -0.5, INFINITY, -INFINITY, 1.7976931348623157e308,
+                             -1.7976931348623157e308, 2.2250738585072014e-308, -2.2250738585072014e-308,
+                             1.0 + 2.220446049250313e-16, 1.0000001192092896 /* a float's neighbour */};
+    const uint64_t raw[] = {
+        0x0000000000000001ull, 0x8000000000000001ull, /* the smallest denormals */
+        0x7ff8000000000000ull, 0xfff8000000000000ull, /* quiet NaNs, both signs */
+        0x7ff0000000000001ull, 0xfff0000000000001ull, /* signalling NaNs */
+        0x7fffffffffffffffull, 0xffffffffffffffffull, /* NaNs with every payload bit */
+    };
+    for (uint64_t r : raw)
+        v.push_back(bits_double(r));
+    std::mt19937_64 rng(10);
+    for (int k = 0; k < 24; k++)
+        v.push_back(bits_double(rng()));
+    return v;
+}
+
+template <> std::vector<int64_t> special_values<int64_t>()
+{
+    std::vector<int64_t> v = {0, 1, -1, INT64_MAX, INT64_MIN, INT64_MAX - 1, INT64_MIN + 1, (int64_t)1 << 32,
+                              -((int64_t)1 << 32), INT32_MIN, INT32_MAX};
+    std::mt19937_64 rng(11);
+    for (int k = 0; k < 24; k++)
+        v.push_back((int64_t)rng());
+    return v;
+}
+
+template <> std::vector<uint64_t> special_values<uint64_t>()
+{
+    std::vector<uint64_t> v = {0, 1, UINT64_MAX, UINT64_MAX - 1, (uint64_t)1 << 63, ((uint64_t)1 << 63) - 1,
+                               (uint64_t)1 << 32, 0xffffffffull};
+    std::mt19937_64 rng(12);
+    for (int k = 0; k < 24; k++)
+        v.push_back(rng());
+    return v;
+}
+
 template <> std::vector<int32_t> special_values<int32_t>()
 {
     std::vector<int32_t> v = {0, 1, -1, 2, -2, INT32_MAX, INT32_MIN, INT32_MAX - 1, INT32_MIN + 1};
@@ -64,19 +111,18 @@ template <> std::vector<uint32_t> special_values<uint32_t>()
     return v;
 }
 
-/* Indices up to the largest that keys allow (an input of kArgKeyMaxN elements). */
-static const int64_t kIndices[] = {0, 1, 2, 7, 1000, (int64_t)1 << 31, ((int64_t)1 << 32) - 4,
-                                   (int64_t)gs::kArgKeyMaxN - 1};
-
 template <typename V, bool kMax> static int check(const char *name)
 {
     typedef gs::OpArgBase<V, V, kMax> Arg;
     typedef gs::ArgKeyBase<V, V, kMax> Key;
     typedef typename Arg::Acc Acc;
+    /* indices up to the largest that keys allow (an input of Key::kMaxN elements) */
+    const int64_t top = Key::kMaxN > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)Key::kMaxN;
+    const int64_t indices[] = {0, 1, 2, 7, 1000, (int64_t)1 << 31, ((int64_t)1 << 32) - 4, top - 2, top - 1};
     const std::vector<V> values = special_values<V>();
     std::vector<Acc> accs;
     for (V x : values)
-        for (int64_t i : kIndices) {
+        for (int64_t i : indices) {
             Acc a;
             a.v = x;
             a.i = i;
@@ -101,8 +147,11 @@ template <typename V, bool kMax> static int check(const char *name)
                         (long long)a.i, bv, (long long)b.i, (long long)want, (long long)got);
             }
         }
-    /* The identity: key 0, result -1. */
-    if (Key::key(none) != 0 || Key::Op::identity() != 0 || Key::Op::result(0) != -1) {
+    /* The identity: the zero key, result -1. */
+    typename Key::Op::Acc zero;
+    memset(&zero, 0, sizeof zero);
+    const typename Key::Op::Acc kn = Key::key(none), ki = Key::Op::identity();
+    if (memcmp(&kn, &zero, sizeof zero) || memcmp(&ki, &zero, sizeof zero) || Key::Op::result(zero) != -1) {
         fprintf(stderr, "FAIL %s: \"no element\" is not key 0 / index -1\n", name);
         bad++;
     }
@@ -119,5 +168,11 @@ int main(void)
     status |= check<int32_t, false>("int32 ARGMIN");
     status |= check<uint32_t, true>("uint32 ARGMAX");
     status |= check<uint32_t, false>("uint32 ARGMIN");
+    status |= check<double, true>("float64 ARGMAX");
+    status |= check<double, false>("float64 ARGMIN");
+    status |= check<int64_t, true>("int64 ARGMAX");
+    status |= check<int64_t, false>("int64 ARGMIN");
+    status |= check<uint64_t, true>("uint64 ARGMAX");
+    status |= check<uint64_t, false>("uint64 ARGMIN");
     return status;
 }
