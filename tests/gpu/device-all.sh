@@ -8,7 +8,9 @@
 #      backend forced (test_gpu_reduce, test_gpu_concurrency and its sticky mode), the
 #      device helpers' test for both guards, the work-queue example, `gridsync info`, and
 #      compute-sanitizer's four tools over the segmented reduction (quick mode) for both
-#      backends;
+#      backends; then test_gpu_concurrency's context churn alone, once per choice (its
+#      check reads the device's free memory, which the others move: the concurrent runs
+#      get GS_TEST_SHARED_GPU=1);
 #   4. OUTDIR/summary.txt (what to read first) and three archives: bench.tgz, segbench.tgz,
 #      tests.tgz (every log).
 #
@@ -59,7 +61,7 @@ for v in auto cuda_sm20 cuda_sm11_compat; do
     e=()
     [ "$v" = auto ] || e=(GRIDSYNC_BACKEND=$v)
     run "reduce-$v" env "${e[@]}" "$b/tests/gpu/test_gpu_reduce"
-    run "concurrency-$v" env "${e[@]}" "$b/tests/gpu/test_gpu_concurrency"
+    run "concurrency-$v" env "${e[@]}" GS_TEST_SHARED_GPU=1 "$b/tests/gpu/test_gpu_concurrency"
     run "sticky-$v" env "${e[@]}" "$b/tests/gpu/test_gpu_concurrency" sticky
     names+=("reduce-$v" "concurrency-$v" "sticky-$v")
 done
@@ -78,6 +80,14 @@ for v in cuda_sm20 cuda_sm11_compat; do
 done
 timeout 60 "$b/tools/gridsync" info >"$out/tests/info.log" 2>&1
 wait "${pids[@]}" # (a bare wait would also wait for the tee above)
+for v in auto cuda_sm20 cuda_sm11_compat; do
+    e=()
+    [ "$v" = auto ] || e=(GRIDSYNC_BACKEND=$v)
+    pids=()
+    run "churn-$v" env "${e[@]}" "$b/tests/gpu/test_gpu_concurrency" churn
+    wait "${pids[@]}"
+    names+=("churn-$v")
+done
 el "tests done"
 
 status=0

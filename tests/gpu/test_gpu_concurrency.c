@@ -5,8 +5,11 @@
  * is no driver or no device. The backend is whatever GRIDSYNC_BACKEND says.
  *
  *   test_gpu_concurrency            threads, graphs, churn
+ *   test_gpu_concurrency churn      churn only
  *   test_gpu_concurrency sticky     a faulting kernel first, then gridsync must fail, not hang
  *   GS_TEST_QUICK=1                 fewer calls, replays and rounds (for compute-sanitizer)
+ *   GS_TEST_SHARED_GPU=1            other programs use the GPU meanwhile: churn's memory
+ *                                   check is reported, not enforced (run `churn` alone)
  *
  * threads: 8 threads x 4 streams x 2000 reductions of random sizes (1 .. 2^20) and offsets,
  *   int32 SUM and XOR (references from prefix sums, exact), no host sync between calls;
@@ -19,7 +22,10 @@
  *   branches of one graph, replayed 1,000 times. Each graph must hold kernel nodes only
  *   (no memset node).
  * churn: a context created, used on two streams and destroyed 1,000 times: device memory
- *   free afterwards equals before (to 1 MiB). A second device, when there is one.
+ *   free afterwards equals before (to 1 MiB). The driver reports the device's free memory,
+ *   not this process's, so the check needs the GPU to itself: with other programs
+ *   allocating meanwhile it moved by -1.2 GB .. +2 MiB (tests/gpu/device-all.sh runs
+ *   `churn` alone at the end for that reason). A second device, when there is one.
  */
 #define _GNU_SOURCE
 #include <cuda.h>
@@ -450,9 +456,11 @@ static void test_churn(void)
            "less)\n",
            rounds, free0, free1, lost);
     /* Under compute-sanitizer (quick mode) the tool's own device allocations move the
-     * numbers; there the check is reported, not enforced. */
-    if (lost > (1 << 20) && g_quick)
-        printf("churn: (quick mode: not enforced)\n");
+     * numbers, and other programs' do on a shared GPU; there the check is reported, not
+     * enforced. */
+    const char *shared = getenv("GS_TEST_SHARED_GPU");
+    if (lost > (1 << 20) && (g_quick || (shared && atoi(shared))))
+        printf("churn: (%s: not enforced)\n", g_quick ? "quick mode" : "GS_TEST_SHARED_GPU");
     else if (lost > (1 << 20))
         FAIL("churn: %lld bytes of device memory lost over %d contexts (%lld per context)", lost, rounds,
              lost / rounds);
@@ -582,6 +590,11 @@ int main(int argc, char **argv)
 
     if (argc > 1 && strcmp(argv[1], "sticky") == 0)
         return run_sticky();
+    const int churn_only = argc > 1 && strcmp(argv[1], "churn") == 0;
+    if (argc > 1 && !churn_only) {
+        fprintf(stderr, "usage: %s [churn | sticky]\n", argv[0]);
+        return 2;
+    }
 
     make_input(&seed);
     gs_context *ctx;
@@ -593,6 +606,8 @@ int main(int argc, char **argv)
 
     double t0 = now_s();
     int f = g_failures, c = g_checks;
+    if (churn_only)
+        goto contexts;
     test_threads(ctx, &seed);
     printf("%-12s %6d checks, %d failed (%.1f s)\n", "threads", g_checks - c, g_failures - f, now_s() - t0);
 
@@ -604,6 +619,7 @@ int main(int argc, char **argv)
     test_graph_branches(ctx, &seed);
     printf("%-12s %6d checks, %d failed (%.1f s)\n", "graphs", g_checks - c, g_failures - f, now_s() - t0);
 
+contexts:
     CHECK_GS(gs_context_destroy(ctx));
     t0 = now_s(), f = g_failures, c = g_checks;
     test_churn();
