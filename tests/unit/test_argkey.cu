@@ -16,99 +16,84 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <initializer_list>
 #include <random>
+#include <type_traits>
 #include <vector>
 
-static float bits_float(uint32_t u)
+/* The value whose bits are u (V and U of one size). */
+template <typename V, typename U> static V from_bits(U u)
 {
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
+    static_assert(sizeof(V) == sizeof(U), "same size");
+    V v;
+    memcpy(&v, &u, sizeof v);
+    return v;
 }
 
-static double bits_double(uint64_t u)
+/* The values listed, then those of the raw bit patterns, then 24 random bit patterns. */
+template <typename V, typename U = typename std::conditional<sizeof(V) == 8, uint64_t, uint32_t>::type>
+static std::vector<V> values(std::vector<V> v, std::initializer_list<U> raw, unsigned seed)
 {
-    double f;
-    memcpy(&f, &u, sizeof f);
-    return f;
+    for (U r : raw)
+        v.push_back(from_bits<V>(r));
+    std::mt19937_64 rng(seed);
+    for (int k = 0; k < 24; k++)
+        v.push_back(from_bits<V>((U)rng()));
+    return v;
 }
 
 template <typename V> static std::vector<V> special_values();
 
 template <> std::vector<float> special_values<float>()
 {
-    std::vector<float> v = {0.0f, -0.0f, 1.0f, -1.0f, 0.5f, -0.5f, INFINITY, -INFINITY, 3.4028235e38f,
-                            -3.4028235e38f, 1.17549435e-38f, -1.17549435e-38f};
-    const uint32_t raw[] = {
-        0x00000001u, 0x80000001u, /* the smallest denormals */
-        0x007fffffu, 0x807fffffu, /* the largest denormals */
-        0x7fc00000u, 0xffc00000u, /* quiet NaNs, both signs */
-        0x7f800001u, 0xff800001u, /* signalling NaNs */
-        0x7fffffffu, 0xffffffffu, /* NaNs with every payload bit */
-    };
-    for (uint32_t r : raw)
-        v.push_back(bits_float(r));
-    std::mt19937 rng(7);
-    for (int k = 0; k < 24; k++)
-        v.push_back(bits_float((uint32_t)rng()));
-    return v;
+    return values<float>({0.0f, -0.0f, 1.0f, -1.0f, 0.5f, -0.5f, INFINITY, -INFINITY, 3.4028235e38f, -3.4028235e38f,
+                          1.17549435e-38f, -1.17549435e-38f},
+                         {
+                             0x00000001u, 0x80000001u, /* the smallest denormals */
+                             0x007fffffu, 0x807fffffu, /* the largest denormals */
+                             0x7fc00000u, 0xffc00000u, /* quiet NaNs, both signs */
+                             0x7f800001u, 0xff800001u, /* signalling NaNs */
+                             0x7fffffffu, 0xffffffffu, /* NaNs with every payload bit */
+                         },
+                         7);
 }
 
 template <> std::vector<double> special_values<double>()
 {
-    std::vector<double> v = {0.0, -0.0, 1.0, -1.0, 0.5, -0.5, INFINITY, -INFINITY, 1.7976931348623157e308,
-                             -1.7976931348623157e308, 2.2250738585072014e-308, -2.2250738585072014e-308,
-                             1.0 + 2.220446049250313e-16, 1.0000001192092896 /* a float's neighbour */};
-    const uint64_t raw[] = {
-        0x0000000000000001ull, 0x8000000000000001ull, /* the smallest denormals */
-        0x7ff8000000000000ull, 0xfff8000000000000ull, /* quiet NaNs, both signs */
-        0x7ff0000000000001ull, 0xfff0000000000001ull, /* signalling NaNs */
-        0x7fffffffffffffffull, 0xffffffffffffffffull, /* NaNs with every payload bit */
-    };
-    for (uint64_t r : raw)
-        v.push_back(bits_double(r));
-    std::mt19937_64 rng(10);
-    for (int k = 0; k < 24; k++)
-        v.push_back(bits_double(rng()));
-    return v;
-}
-
-template <> std::vector<int64_t> special_values<int64_t>()
-{
-    std::vector<int64_t> v = {0, 1, -1, INT64_MAX, INT64_MIN, INT64_MAX - 1, INT64_MIN + 1, (int64_t)1 << 32,
-                              -((int64_t)1 << 32), INT32_MIN, INT32_MAX};
-    std::mt19937_64 rng(11);
-    for (int k = 0; k < 24; k++)
-        v.push_back((int64_t)rng());
-    return v;
-}
-
-template <> std::vector<uint64_t> special_values<uint64_t>()
-{
-    std::vector<uint64_t> v = {0, 1, UINT64_MAX, UINT64_MAX - 1, (uint64_t)1 << 63, ((uint64_t)1 << 63) - 1,
-                               (uint64_t)1 << 32, 0xffffffffull};
-    std::mt19937_64 rng(12);
-    for (int k = 0; k < 24; k++)
-        v.push_back(rng());
-    return v;
+    return values<double>({0.0, -0.0, 1.0, -1.0, 0.5, -0.5, INFINITY, -INFINITY, 1.7976931348623157e308,
+                           -1.7976931348623157e308, 2.2250738585072014e-308, -2.2250738585072014e-308,
+                           1.0 + 2.220446049250313e-16, 1.0000001192092896 /* a float's neighbour */},
+                          {
+                              0x0000000000000001ull, 0x8000000000000001ull, /* the smallest denormals */
+                              0x7ff8000000000000ull, 0xfff8000000000000ull, /* quiet NaNs, both signs */
+                              0x7ff0000000000001ull, 0xfff0000000000001ull, /* signalling NaNs */
+                              0x7fffffffffffffffull, 0xffffffffffffffffull, /* NaNs, every payload bit */
+                          },
+                          10);
 }
 
 template <> std::vector<int32_t> special_values<int32_t>()
 {
-    std::vector<int32_t> v = {0, 1, -1, 2, -2, INT32_MAX, INT32_MIN, INT32_MAX - 1, INT32_MIN + 1};
-    std::mt19937 rng(8);
-    for (int k = 0; k < 24; k++)
-        v.push_back((int32_t)rng());
-    return v;
+    return values<int32_t>({0, 1, -1, 2, -2, INT32_MAX, INT32_MIN, INT32_MAX - 1, INT32_MIN + 1}, {}, 8);
 }
 
 template <> std::vector<uint32_t> special_values<uint32_t>()
 {
-    std::vector<uint32_t> v = {0u, 1u, 2u, 0x7fffffffu, 0x80000000u, 0xfffffffeu, 0xffffffffu};
-    std::mt19937 rng(9);
-    for (int k = 0; k < 24; k++)
-        v.push_back((uint32_t)rng());
-    return v;
+    return values<uint32_t>({0u, 1u, 2u, 0x7fffffffu, 0x80000000u, 0xfffffffeu, 0xffffffffu}, {}, 9);
+}
+
+template <> std::vector<int64_t> special_values<int64_t>()
+{
+    return values<int64_t>({0, 1, -1, INT64_MAX, INT64_MIN, INT64_MAX - 1, INT64_MIN + 1, (int64_t)1 << 32,
+                            -((int64_t)1 << 32), INT32_MIN, INT32_MAX},
+                           {}, 11);
+}
+
+template <> std::vector<uint64_t> special_values<uint64_t>()
+{
+    return values<uint64_t>({0, 1, UINT64_MAX, UINT64_MAX - 1, (uint64_t)1 << 63, ((uint64_t)1 << 63) - 1,
+                             (uint64_t)1 << 32, 0xffffffffull},
+                            {}, 12);
 }
 
 template <typename V, bool kMax> static int check(const char *name)
