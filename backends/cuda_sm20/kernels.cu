@@ -8,9 +8,14 @@ namespace {
 
 /* Whether PolicySm20::warp_reduce<Op> takes REDUX (compute capability 8.0+): for the
  * ARGMIN/ARGMAX keys (reduce.cuh), two of them replace five rounds of two shuffles and a
- * 64-bit max; ARGMAX ran 4 .. 8 % faster at 2^12 .. 2^23 on an H100 (bench/NOTES.md, v7). */
-template <typename Op> struct UseRedux {
+ * 64-bit max; ARGMAX ran 4 .. 8 % faster at 2^12 .. 2^23 on an H100 (bench/NOTES.md, v7).
+ * (GS_REDUX also keeps the REDUX code out of older architectures' compilations, where
+ * __reduce_max_sync is not declared.) */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#  define GS_REDUX 1
+#endif
+template <typename Op> struct UseRedux {
+#ifdef GS_REDUX
     static const bool value = gs::IsArgKey<Op>::value;
 #else
     static const bool value = false;
@@ -53,6 +58,7 @@ struct PolicySm20 {
     template <typename Op>
     static __device__ __forceinline__ typename Op::Acc warp_reduce(typename Op::Acc v)
     {
+#ifdef GS_REDUX
         if constexpr (UseRedux<Op>::value) {
             /* the maximum 64-bit key: the high words' maximum, then the low words' among
              * the lanes that hold it */
@@ -60,7 +66,9 @@ struct PolicySm20 {
             const unsigned int lo =
                 __reduce_max_sync(0xffffffffu, (unsigned int)(v >> 32) == hi ? (unsigned int)v : 0u);
             return (uint64_t)hi << 32 | lo;
-        } else {
+        } else
+#endif
+        {
             /* Lane i combines with lane i + off (left operand the lower index): a fixed tree. */
 #pragma unroll
             for (int off = 16; off > 0; off >>= 1)
