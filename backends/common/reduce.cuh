@@ -234,9 +234,7 @@ template <typename T, typename Out> struct IsArg<OpArgMax<T, Out> > { static con
  * instructions around branches; the block and grid reductions of ARGMIN/ARGMAX, whose
  * latency made most of their extra cost over SUM at small n, run on keys wherever n
  * allows (bench/NOTES.md, v7). Only the index reaches the output. */
-template <typename V, bool kMax> struct KeyOrder {
-    static const bool kUsable = false;
-};
+template <typename V, bool kMax> struct KeyOrder;
 /* Floats: the bits, sign-magnitude turned into an order (negatives reversed below the
  * positives), -0 made +0 first, every NaN the largest word. */
 template <typename F, typename W> __host__ __device__ __forceinline__ W float_order(F v, bool max)
@@ -257,18 +255,15 @@ template <typename F, typename W> __host__ __device__ __forceinline__ W float_or
     return v != v ? ~(W)0 : max ? up : ~up;
 }
 template <bool kMax> struct KeyOrder<float, kMax> {
-    static const bool kUsable = true;
     typedef uint32_t Word;
     static __host__ __device__ __forceinline__ Word ord(float v) { return float_order<float, Word>(v, kMax); }
 };
 template <bool kMax> struct KeyOrder<double, kMax> {
-    static const bool kUsable = true;
     typedef uint64_t Word;
     static __host__ __device__ __forceinline__ Word ord(double v) { return float_order<double, Word>(v, kMax); }
 };
 /* Integers: two's complement with the sign bit flipped orders as unsigned. */
 template <typename I, typename W, bool kMax> struct KeyOrderInt {
-    static const bool kUsable = true;
     typedef W Word;
     static __host__ __device__ __forceinline__ Word ord(I v)
     {
@@ -592,7 +587,18 @@ __device__ __forceinline__ void accumulate_parts(const typename Op::In *__restri
         acc[0] = Accum<Op>::add(acc[0], in[r], (int64_t)(first + r));
 }
 
-/* The same, as one value: the accumulators combined in a fixed order. */
+/* A thread's accumulators combined in a fixed order: ((acc0 + acc1) + acc2) + ... */
+template <typename Op, int kUnroll>
+__device__ __forceinline__ typename Op::Acc combine_parts(const typename Op::Acc (&acc)[kUnroll])
+{
+    typename Op::Acc a = acc[0];
+#pragma unroll
+    for (int u = 1; u < kUnroll; u++)
+        a = Op::combine(a, acc[u]);
+    return a;
+}
+
+/* The same as accumulate_parts, as one value. */
 template <typename Policy, typename Op, int kUnrollArg = 0>
 __device__ __forceinline__ typename Op::Acc accumulate(const typename Op::In *__restrict__ in, uint64_t n,
                                                        uint64_t first, uint64_t t, uint64_t nt)
@@ -600,10 +606,7 @@ __device__ __forceinline__ typename Op::Acc accumulate(const typename Op::In *__
     const int kUnroll = kUnrollArg ? kUnrollArg : Policy::kUnroll;
     typename Op::Acc acc[kUnroll];
     accumulate_parts<Policy, Op, kUnroll>(in, n, first, t, nt, acc);
-#pragma unroll
-    for (int u = 1; u < kUnroll; u++)
-        acc[0] = Op::combine(acc[0], acc[u]);
-    return acc[0];
+    return combine_parts<Op, kUnroll>(acc);
 }
 
 /* Combines one value per thread of the grid (acc) into *out: the block's reduction, then
@@ -689,10 +692,7 @@ __device__ __forceinline__ void reduce_kernel(const typename Op::In *__restrict_
             return;
         }
     }
-#pragma unroll
-    for (int u = 1; u < Policy::kUnroll; u++)
-        acc[0] = Op::combine(acc[0], acc[u]);
-    grid_combine<Policy, Op>(acc[0], out, workspace);
+    grid_combine<Policy, Op>(combine_parts<Op, Policy::kUnroll>(acc), out, workspace);
 }
 
 } // namespace gs

@@ -6,21 +6,15 @@
 
 namespace {
 
-/* Whether PolicySm20::warp_reduce<Op> takes REDUX (compute capability 8.0+): for the
- * ARGMIN/ARGMAX keys (reduce.cuh), two of them replace five rounds of two shuffles and a
- * 64-bit max; ARGMAX ran 4 .. 8 % faster at 2^12 .. 2^23 on an H100 (bench/NOTES.md, v7).
- * (GS_REDUX also keeps the REDUX code out of older architectures' compilations, where
- * __reduce_max_sync is not declared.) */
+/* GS_REDUX: compute capability 8.0+, where PolicySm20::warp_reduce reduces the
+ * ARGMIN/ARGMAX keys (reduce.cuh) with REDUX: two of them replace five rounds of two
+ * shuffles and a 64-bit max; ARGMAX ran 4 .. 8 % faster at 2^12 .. 2^23 on an H100
+ * (bench/NOTES.md, v7). Older architectures' compilations must not see that code at all:
+ * __reduce_max_sync is not declared there, and a discarded if-constexpr branch is still
+ * compiled. */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #  define GS_REDUX 1
 #endif
-template <typename Op> struct UseRedux {
-#ifdef GS_REDUX
-    static const bool value = gs::IsArgKey<Op>::value;
-#else
-    static const bool value = false;
-#endif
-};
 
 struct PolicySm20 {
     static const int kBlock = GS_BACKEND_BLOCK;
@@ -59,7 +53,7 @@ struct PolicySm20 {
     static __device__ __forceinline__ typename Op::Acc warp_reduce(typename Op::Acc v)
     {
 #ifdef GS_REDUX
-        if constexpr (UseRedux<Op>::value) {
+        if constexpr (gs::IsArgKey<Op>::value) {
             /* the maximum 64-bit key: the high words' maximum, then the low words' among
              * the lanes that hold it */
             const unsigned int hi = __reduce_max_sync(0xffffffffu, (unsigned int)(v >> 32));
