@@ -569,6 +569,23 @@ static int run_sticky(void)
     return g_failures ? 1 : 0;
 }
 
+/* The threads and graphs parts, each with its line of counts. */
+static void run_threads_and_graphs(gs_context *ctx, uint64_t *seed)
+{
+    double t0 = now_s();
+    int f = g_failures, c = g_checks;
+    test_threads(ctx, seed);
+    printf("%-12s %6d checks, %d failed (%.1f s)\n", "threads", g_checks - c, g_failures - f, now_s() - t0);
+
+    t0 = now_s(), f = g_failures, c = g_checks;
+    test_graph_single(ctx, seed, CU_STREAM_CAPTURE_MODE_GLOBAL, 0, "global mode, new stream");
+    test_graph_single(ctx, seed, CU_STREAM_CAPTURE_MODE_RELAXED, 0, "relaxed mode, new stream");
+    test_graph_single(ctx, seed, CU_STREAM_CAPTURE_MODE_GLOBAL, 1, "global mode, stream used before");
+    test_graph_single(NULL, seed, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, 0, "thread-local mode, default context");
+    test_graph_branches(ctx, seed);
+    printf("%-12s %6d checks, %d failed (%.1f s)\n", "graphs", g_checks - c, g_failures - f, now_s() - t0);
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -604,24 +621,11 @@ int main(int argc, char **argv)
     printf("device %d: %s, compute capability %d.%d, backend %s\n", info.device, info.device_name, info.cc_major,
            info.cc_minor, info.backend_name);
 
+    if (!churn_only)
+        run_threads_and_graphs(ctx, &seed);
+    CHECK_GS(gs_context_destroy(ctx));
     double t0 = now_s();
     int f = g_failures, c = g_checks;
-    if (churn_only)
-        goto contexts;
-    test_threads(ctx, &seed);
-    printf("%-12s %6d checks, %d failed (%.1f s)\n", "threads", g_checks - c, g_failures - f, now_s() - t0);
-
-    t0 = now_s(), f = g_failures, c = g_checks;
-    test_graph_single(ctx, &seed, CU_STREAM_CAPTURE_MODE_GLOBAL, 0, "global mode, new stream");
-    test_graph_single(ctx, &seed, CU_STREAM_CAPTURE_MODE_RELAXED, 0, "relaxed mode, new stream");
-    test_graph_single(ctx, &seed, CU_STREAM_CAPTURE_MODE_GLOBAL, 1, "global mode, stream used before");
-    test_graph_single(NULL, &seed, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, 0, "thread-local mode, default context");
-    test_graph_branches(ctx, &seed);
-    printf("%-12s %6d checks, %d failed (%.1f s)\n", "graphs", g_checks - c, g_failures - f, now_s() - t0);
-
-contexts:
-    CHECK_GS(gs_context_destroy(ctx));
-    t0 = now_s(), f = g_failures, c = g_checks;
     test_churn();
     test_two_devices();
     printf("%-12s %6d checks, %d failed (%.1f s)\n", "contexts", g_checks - c, g_failures - f, now_s() - t0);
