@@ -14,6 +14,9 @@
  *      other blocks' partials, with volatile loads (gs_load_volatile);
  *   6. combine, write the result;
  *   7. gs_reset_counter(counter) so the next launch on the same counter needs no memset.
+ * gs_last_block_acqrel_*(counter) does steps 2 to 5 in one: the ticket itself releases
+ * and acquires (below), so neither gs_publish nor gs_acquire is called; the partial must
+ * then be stored by thread 0 (the release covers that thread's own writes).
  * Contract: every thread of every block calls gs_last_block_* exactly once, uniformly
  * (it contains a barrier); the grid is one-dimensional; *counter is 0 before the first
  * launch and only launches ordered one after another (one stream) share a counter.
@@ -31,29 +34,72 @@ static __device__ __forceinline__ void gs_publish(void)
     __threadfence();
 }
 
+/* Steps 2, 3 and 5 in one atomic: the ticket with release and acquire semantics. On
+ * compute capability 7.0+ an atom.acq_rel.gpu: a release of what this thread wrote before
+ * it, and an acquire of what the threads that took the earlier tickets released (PTX
+ * memory model); the barrier of the guard then orders the other threads of the block
+ * after it. It replaces two __threadfence (MEMBAR.SC.GPU) per block - the release is a
+ * lighter MEMBAR.ALL.GPU before the atomic, the acquire no fence at all - which made
+ * gs_reduce 5 .. 9 % faster at 2^13 .. 2^23 elements on an H100 (bench/NOTES.md, v8).
+ * Before 7.0: __threadfence on both sides of an atomicAdd. */
+static __device__ __forceinline__ unsigned int gs_ticket_acq_rel(unsigned int *counter)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+    unsigned int ticket;
+    asm volatile("atom.acq_rel.gpu.add.u32 %0, [%1], 1;" : "=r"(ticket) : "l"(counter) : "memory");
+    return ticket;
+#else
+    __threadfence();
+    const unsigned int ticket = atomicAdd(counter, 1u);
+    __threadfence();
+    return ticket;
+#endif
+}
+
 /* Steps 3-4, compute capability 2.0+, for `expected` arrivals on one counter (the
  * blocks of a grid, or the pieces of one piece of work spread over several blocks):
- * thread 0 takes the ticket; __syncthreads_or broadcasts "last" to the whole block and is
- * the block's barrier. */
-static __device__ __forceinline__ bool gs_last_arrival_sm20(unsigned int *counter, unsigned int expected)
+ * thread 0 takes the ticket (acq_rel: with gs_ticket_acq_rel); __syncthreads_or
+ * broadcasts "last" to the whole block and is the block's barrier. */
+static __device__ __forceinline__ bool gs_detail_last_arrival_sm20(unsigned int *counter, unsigned int expected,
+                                                                   bool acq_rel)
 {
     unsigned int ticket = 0;
     const bool t0 = threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0;
     if (t0)
-        ticket = atomicAdd(counter, 1u);
+        ticket = acq_rel ? gs_ticket_acq_rel(counter) : atomicAdd(counter, 1u);
     return __syncthreads_or(t0 && ticket == expected - 1) != 0;
+}
+static __device__ __forceinline__ bool gs_last_arrival_sm20(unsigned int *counter, unsigned int expected)
+{
+    return gs_detail_last_arrival_sm20(counter, expected, false);
+}
+/* Steps 2-5: the caller's thread 0 has stored what it publishes; no gs_publish, no
+ * gs_acquire. */
+static __device__ __forceinline__ bool gs_last_arrival_acqrel_sm20(unsigned int *counter, unsigned int expected)
+{
+    return gs_detail_last_arrival_sm20(counter, expected, true);
 }
 
 /* Steps 3-4, compute capability 1.1+: thread 0 writes its verdict to a __shared__ flag,
  * __syncthreads publishes it. (No __syncthreads_or, which arrived with 2.0.) Two calls in
  * one block need a __syncthreads between them: the second one rewrites the flag. */
-static __device__ __forceinline__ bool gs_last_arrival_sm11(unsigned int *counter, unsigned int expected)
+static __device__ __forceinline__ bool gs_detail_last_arrival_sm11(unsigned int *counter, unsigned int expected,
+                                                                   bool acq_rel)
 {
     __shared__ unsigned int gs_is_last;
     if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0)
-        gs_is_last = atomicAdd(counter, 1u) == expected - 1;
+        gs_is_last = (acq_rel ? gs_ticket_acq_rel(counter) : atomicAdd(counter, 1u)) == expected - 1;
     __syncthreads();
     return gs_is_last != 0;
+}
+static __device__ __forceinline__ bool gs_last_arrival_sm11(unsigned int *counter, unsigned int expected)
+{
+    return gs_detail_last_arrival_sm11(counter, expected, false);
+}
+/* Steps 2-5, as gs_last_arrival_acqrel_sm20. */
+static __device__ __forceinline__ bool gs_last_arrival_acqrel_sm11(unsigned int *counter, unsigned int expected)
+{
+    return gs_detail_last_arrival_sm11(counter, expected, true);
 }
 
 /* The last-block guard of a whole launch: is this block the last of the grid to arrive? */
@@ -64,6 +110,16 @@ static __device__ __forceinline__ bool gs_last_block_sm20(unsigned int *counter)
 static __device__ __forceinline__ bool gs_last_block_sm11(unsigned int *counter)
 {
     return gs_last_arrival_sm11(counter, gridDim.x);
+}
+/* The same with steps 2 to 5 in the ticket (gs_ticket_acq_rel): thread 0 stores the
+ * partial, then every thread calls this; no gs_publish, no gs_acquire. */
+static __device__ __forceinline__ bool gs_last_block_acqrel_sm20(unsigned int *counter)
+{
+    return gs_last_arrival_acqrel_sm20(counter, gridDim.x);
+}
+static __device__ __forceinline__ bool gs_last_block_acqrel_sm11(unsigned int *counter)
+{
+    return gs_last_arrival_acqrel_sm11(counter, gridDim.x);
 }
 
 /* Step 5: acquire, in the last block, before it reads what the other blocks published. */

@@ -132,6 +132,29 @@ __global__ void evict_kernel(const uint4 *p, size_t n16, unsigned *sink)
         *sink = x;
 }
 
+/* The read ceiling: one launch that reads n16 16-byte vectors through the read-only path
+ * with four loads in flight per thread and does nothing else (a XOR per word; the store
+ * practically never happens and only keeps the loads). No reduction can read its input in
+ * one launch faster; gridsync's time over this one's is what its combine and its guard
+ * cost. */
+__global__ void __launch_bounds__(256) read_kernel(const uint4 *__restrict__ p, size_t n16, unsigned *sink)
+{
+    uint32_t x = 0;
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; i + 3 * stride < n16; i += 4 * stride) {
+        const uint4 a = __ldg(p + i), b = __ldg(p + i + stride), c = __ldg(p + i + 2 * stride),
+                    d = __ldg(p + i + 3 * stride);
+        x ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^ d.z ^ d.w;
+    }
+    for (; i < n16; i += stride) {
+        const uint4 a = __ldg(p + i);
+        x ^= a.x ^ a.y ^ a.z ^ a.w;
+    }
+    if (x == 0x9e3779b9u && sink)
+        *sink = x;
+}
+
 /* The "equivalent single-block kernel" for the host-cost comparison: the same four
  * parameters as gridsync's kernels (in, n, out, workspace), one block of 256 threads. */
 __global__ void __launch_bounds__(256) one_block_sum(const float *in, unsigned long long n, float *out, unsigned char *ws)
@@ -956,6 +979,34 @@ struct Bench {
         }
     }
 
+    /* A driver entry point through the runtime (the bench links no libcuda), or nullptr. */
+    static void *driver_entry(const char *name)
+    {
+        void *fp = nullptr;
+        cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+        if (cudaGetDriverEntryPointByVersion(name, &fp, 12000, cudaEnableDefault, &q) == cudaSuccess &&
+            q == cudaDriverEntryPointSuccess)
+            return fp;
+        (void)cudaGetLastError();
+        return nullptr;
+    }
+    typedef CUresult (*PtrAttrs_t)(unsigned, CUpointer_attribute *, void **, CUdeviceptr);
+    typedef CUresult (*CtxGetCurrent_t)(CUcontext *);
+    typedef CUresult (*StreamIsCapturing_t)(CUstream, CUstreamCaptureStatus *);
+    typedef CUresult (*StreamGetId_t)(CUstream, unsigned long long *);
+
+    /* gs_reduce's pointer check (core/context.c): memory type, range start, range size. */
+    static bool check_pointer(PtrAttrs_t ptr_attrs, CUdeviceptr p)
+    {
+        CUpointer_attribute a[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                   CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+        unsigned int type = 0;
+        CUdeviceptr start = 0;
+        size_t size = 0;
+        void *d[] = {&type, &start, &size};
+        return ptr_attrs(3, a, d, p) == CUDA_SUCCESS && type != 0;
+    }
+
     /* Host microseconds per call, back to back on a tiny input: gs_reduce vs CUB vs a raw
      * launch of one_block_sum. Batches well below the launch queue's depth, synchronized
      * between batches, so the host is never throttled by the GPU. */
@@ -971,16 +1022,13 @@ struct Bench {
 
         typedef CUresult (*cuLaunchKernel_t)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                                              unsigned, CUstream, void **, void **);
-        cuLaunchKernel_t cu_launch = nullptr;
+        cuLaunchKernel_t cu_launch = (cuLaunchKernel_t)driver_entry("cuLaunchKernel");
+        auto ptr_attrs = (PtrAttrs_t)driver_entry("cuPointerGetAttributes");
+        auto get_current = (CtxGetCurrent_t)driver_entry("cuCtxGetCurrent");
+        auto is_capturing = (StreamIsCapturing_t)driver_entry("cuStreamIsCapturing");
+        auto stream_id = (StreamGetId_t)driver_entry("cuStreamGetId");
         CUfunction cu_fn = nullptr;
         {
-            void *fp = nullptr;
-            cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-            if (cudaGetDriverEntryPointByVersion("cuLaunchKernel", &fp, 12000, cudaEnableDefault, &q) == cudaSuccess &&
-                q == cudaDriverEntryPointSuccess)
-                cu_launch = (cuLaunchKernel_t)fp;
-            else
-                (void)cudaGetLastError();
             cudaFunction_t f = nullptr;
             CK(cudaGetFuncBySymbol(&f, (const void *)one_block_sum));
             cu_fn = (CUfunction)f;
@@ -1011,6 +1059,32 @@ struct Bench {
         if (cu_launch)
             ways.push_back(Way{"cuLaunchKernel", "-", [&](std::string *err) {
                                    CUresult r = cu_launch(cu_fn, 1, 1, 1, 256, 1, 1, 0, (CUstream)stream, params, nullptr);
+                                   if (r != CUDA_SUCCESS)
+                                       *err = strf("CUresult %d", (int)r);
+                                   return r == CUDA_SUCCESS;
+                               }});
+        /* The raw launch after the driver queries gs_reduce makes before its launch (an
+         * explicit context: the input and output checks, the current context, the stream's
+         * capture state and id, the workspace lock): what the API costs with the library's
+         * own code taken out. */
+        std::mutex mu;
+        if (cu_launch && ptr_attrs && get_current && is_capturing && stream_id)
+            ways.push_back(Way{"cuLaunchKernel+queries", "-", [&](std::string *err) {
+                                   const CUstream s = (CUstream)stream;
+                                   CUcontext c = nullptr;
+                                   CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+                                   unsigned long long id = 0;
+                                   if (!check_pointer(ptr_attrs, (CUdeviceptr)(uintptr_t)in) ||
+                                       !check_pointer(ptr_attrs, (CUdeviceptr)(uintptr_t)outp) ||
+                                       get_current(&c) != CUDA_SUCCESS || !c ||
+                                       is_capturing(s, &cap) != CUDA_SUCCESS || cap != CU_STREAM_CAPTURE_STATUS_NONE ||
+                                       stream_id(s, &id) != CUDA_SUCCESS || !id) {
+                                       *err = "a driver query failed";
+                                       return false;
+                                   }
+                                   mu.lock();
+                                   mu.unlock();
+                                   CUresult r = cu_launch(cu_fn, 1, 1, 1, 256, 1, 1, 0, s, params, nullptr);
                                    if (r != CUDA_SUCCESS)
                                        *err = strf("CUresult %d", (int)r);
                                    return r == CUDA_SUCCESS;
@@ -1062,9 +1136,169 @@ struct Bench {
             host_api_times[ways[w].impl + "/" + ways[w].backend] = m;
         }
         host_api_raw = t_raw;
+        host_calls(pool, outp);
+    }
+
+    /* What gs_reduce's hot path asks the driver, call by call (core/context.c: the input
+     * and output checks, the current context, the stream's capture state and id), each
+     * timed alone back to back, no launch: where the API's cost over a raw launch goes.
+     * Alternatives the path could use instead are timed beside them. Entry points through
+     * the runtime, as for cuLaunchKernel above. */
+    void host_calls(const void *dev_in, const void *dev_out)
+    {
+        auto entry = driver_entry;
+        typedef CUresult (*CtxGetId_t)(CUcontext, unsigned long long *);
+        typedef CUresult (*MemGetAddressRange_t)(CUdeviceptr *, size_t *, CUdeviceptr);
+        auto ptr_attrs = (PtrAttrs_t)entry("cuPointerGetAttributes");
+        auto get_current = (CtxGetCurrent_t)entry("cuCtxGetCurrent");
+        auto ctx_id = (CtxGetId_t)entry("cuCtxGetId");
+        auto is_capturing = (StreamIsCapturing_t)entry("cuStreamIsCapturing");
+        auto stream_id = (StreamGetId_t)entry("cuStreamGetId");
+        auto addr_range = (MemGetAddressRange_t)entry("cuMemGetAddressRange");
+        CUcontext cur = nullptr;
+        if (get_current)
+            get_current(&cur);
+        const CUstream st = (CUstream)stream;
+        const CUdeviceptr pin = (CUdeviceptr)(uintptr_t)dev_in, pout = (CUdeviceptr)(uintptr_t)dev_out;
+        std::mutex mu;
+        struct Call {
+            const char *name, *what;
+            std::function<bool()> fn;
+        };
+        std::vector<Call> calls;
+        if (ptr_attrs) {
+            calls.push_back({"cuPointerGetAttributes(3)", "gs_reduce: in and out, each (type, start, size)",
+                             [=] { return check_pointer(ptr_attrs, pout); }});
+            calls.push_back({"cuPointerGetAttributes(1)", "alternative: the memory type only", [=] {
+                                 CUpointer_attribute a[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE};
+                                 unsigned int type = 0;
+                                 void *d[] = {&type};
+                                 return ptr_attrs(1, a, d, pin) == CUDA_SUCCESS && type != 0;
+                             }});
+        }
+        if (addr_range)
+            calls.push_back({"cuMemGetAddressRange", "alternative: start and size only", [=] {
+                                 CUdeviceptr start = 0;
+                                 size_t size = 0;
+                                 return addr_range(&start, &size, pin) == CUDA_SUCCESS && size != 0;
+                             }});
+        if (get_current)
+            calls.push_back({"cuCtxGetCurrent", "gs_reduce: once (an explicit context), twice (the default one)", [=] {
+                                 CUcontext c = nullptr;
+                                 return get_current(&c) == CUDA_SUCCESS && c == cur;
+                             }});
+        if (ctx_id && cur)
+            calls.push_back({"cuCtxGetId", "gs_reduce: the default context only", [=] {
+                                 unsigned long long id = 0;
+                                 return ctx_id(cur, &id) == CUDA_SUCCESS && id != 0;
+                             }});
+        if (is_capturing)
+            calls.push_back({"cuStreamIsCapturing", "gs_reduce: once", [=] {
+                                 CUstreamCaptureStatus c = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+                                 return is_capturing(st, &c) == CUDA_SUCCESS && c == CU_STREAM_CAPTURE_STATUS_NONE;
+                             }});
+        if (stream_id)
+            calls.push_back({"cuStreamGetId", "gs_reduce: once", [=] {
+                                 unsigned long long id = 0;
+                                 return stream_id(st, &id) == CUDA_SUCCESS && id != 0;
+                             }});
+        calls.push_back({"pthread_mutex", "gs_reduce: the workspace table's lock and unlock, uncontended", [&mu] {
+                             mu.lock();
+                             mu.unlock();
+                             return true;
+                         }});
+        const int batch = 1000, batches = o.quick ? 11 : 21;
+        printf("the driver calls of gs_reduce's hot path, each alone, %d back to back, median of %d batches:\n", batch,
+               batches);
+        for (const Call &c : calls) {
+            std::vector<double> ts;
+            bool ok = true;
+            for (int r = 0; r < batches + 2 && ok; r++) {
+                auto t0 = Clock::now();
+                for (int i = 0; i < batch && ok; i++)
+                    ok = c.fn();
+                auto t1 = Clock::now();
+                if (r >= 2)
+                    ts.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / batch);
+            }
+            if (!ok) {
+                printf("  %-26s error\n", c.name);
+                row("-", "-", "-", 0, 0, c.name, "host_call", 0, batch, NAN, NAN, NAN, NAN, NAN, "error", c.what);
+                errors++;
+                continue;
+            }
+            const double m = median(ts);
+            printf("  %-26s %7.3f us/call  (%s)\n", c.name, m, c.what);
+            row("-", "-", "-", 0, 0, c.name, "host_call", (int)ts.size(), batch, m,
+                *std::min_element(ts.begin(), ts.end()), *std::max_element(ts.begin(), ts.end()), NAN, NAN, "ok",
+                c.what);
+        }
     }
     std::map<std::string, double> host_api_times;
     double host_api_raw = NAN;
+
+    /* The read ceiling (read_kernel) at every input size of the sweep in bytes, hot, timed
+     * as the reductions are (back to back between events, median of o.runs runs), the best
+     * of several grids; after the sweep, on its random data. */
+    std::map<size_t, double> ceiling_us;
+    void read_ceiling()
+    {
+        std::vector<size_t> sizes;
+        for (int dt : o.dtypes)
+            for (uint64_t n : o.sizes) {
+                const size_t bytes = (size_t)n * dt_size[dt];
+                if (bytes % 16 == 0 && bytes <= pool_bytes)
+                    sizes.push_back(bytes);
+            }
+        std::sort(sizes.begin(), sizes.end());
+        sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+        const int sms = prop.multiProcessorCount;
+        const double target_us = o.target_ms * 1e3;
+        printf("read ceiling: one launch reading the input and nothing else, best of 1 .. 8 blocks of 256 per SM:\n");
+        for (size_t bytes : sizes) {
+            const size_t n16 = bytes / 16;
+            auto run = [&](unsigned grid, int k) {
+                CK(cudaEventRecord(ev0, stream));
+                for (int i = 0; i < k; i++)
+                    read_kernel<<<grid, 256, 0, stream>>>((const uint4 *)pool, n16, (unsigned *)(d_out + 4032));
+                CK(cudaGetLastError());
+                CK(cudaEventRecord(ev1, stream));
+                wait_event(ev1, "a read-ceiling run");
+                float ms = 0;
+                CK(cudaEventElapsedTime(&ms, ev0, ev1));
+                return ms * 1e3 / k;
+            };
+            double best = NAN, best_min = NAN, best_max = NAN;
+            unsigned best_grid = 0;
+            int best_k = 0;
+            unsigned last = 0;
+            for (int per_sm : {1, 2, 3, 4, 6, 8}) {
+                const size_t useful = (n16 + 255) / 256;
+                const unsigned grid = (unsigned)std::max<size_t>(1, std::min<size_t>((size_t)sms * per_sm, useful));
+                if (grid == last)
+                    continue;
+                last = grid;
+                const double t1 = run(grid, 3);
+                const int k = std::max(t1 > 1000.0 ? 2 : 3, std::min((int)std::ceil(target_us / std::max(t1, 0.5)), 4000));
+                std::vector<double> ts;
+                for (int r = 0; r < o.runs; r++)
+                    ts.push_back(run(grid, k));
+                const double m = median(ts);
+                if (!std::isfinite(best) || m < best) {
+                    best = m;
+                    best_min = *std::min_element(ts.begin(), ts.end());
+                    best_max = *std::max_element(ts.begin(), ts.end());
+                    best_grid = grid;
+                    best_k = k;
+                }
+            }
+            ceiling_us[bytes] = best;
+            const double gbps = bytes / (best * 1e-6) / 1e9;
+            printf("  %10s  %9.3f us  %7.1f GB/s  (grid %u)\n", bytes_name((double)bytes).c_str(), best, gbps, best_grid);
+            row("-", "u8", "read", bytes, (double)bytes, "read_kernel", "read_ceiling", o.runs, best_k, best, best_min,
+                best_max, gbps, NAN, "ok", strf("grid %u of 256 threads (best of 1 .. 8 per SM); n = bytes", best_grid));
+        }
+    }
 
     static double target_for(uint64_t n)
     {
@@ -1207,6 +1441,23 @@ struct Bench {
                 }
                 s += line + "\n";
             }
+        if (!ceiling_us.empty()) {
+            s += strf("time per call over the read ceiling at the same bytes (one launch that only reads; hot), n >= 2^18:\n");
+            for (int dt : o.dtypes)
+                for (int op : o.ops)
+                    for (const Impl &im : impls) {
+                        std::string line;
+                        for (uint64_t n : o.sizes) {
+                            auto it = times.find(std::make_tuple(im.label(), dt, op, n, std::string("hot")));
+                            auto c = ceiling_us.find((size_t)n * dt_size[dt]);
+                            if (n < (1ull << 18) || it == times.end() || c == ceiling_us.end())
+                                continue;
+                            line += strf(" %s %.2f", pow2_name(n).c_str(), it->second / c->second);
+                        }
+                        if (!line.empty())
+                            s += strf("  %-3s %-6s %-16s%s\n", dt_name[dt], op_name[op], im.label().c_str(), line.c_str());
+                    }
+        }
         if (!host_api_times.empty()) {
             s += strf("host cost per call (us): ");
             for (auto &kv : host_api_times)
@@ -1358,6 +1609,22 @@ int main(int argc, char **argv)
         }
         if (b.aborted)
             break;
+    }
+
+    if (!b.aborted) {
+        try {
+            b.read_ceiling();
+        } catch (const HangError &e) {
+            fprintf(stderr, "!!! HANG in the read-ceiling measurement: %s\n", e.what());
+            b.bad_checks.push_back(std::string("HANG read ceiling: ") + e.what());
+            b.errors++;
+            b.aborted = true;
+        } catch (const std::exception &e) {
+            fprintf(stderr, "!!! the read-ceiling measurement failed: %s\n", e.what());
+            b.bad_checks.push_back(std::string("ERROR read ceiling: ") + e.what());
+            b.errors++;
+            (void)cudaGetLastError();
+        }
     }
 
     std::string s = b.summary();

@@ -11,9 +11,11 @@
  *                                  shared memory; ends with every thread past its last
  *                                  read of s only after a later __syncthreads
  *   Policy::last_arrival(counter, expected)
- *                                  the last-block guard: takes the ticket in thread 0 and
- *                                  returns, in every thread, whether this block is the
- *                                  expected-th to arrive (the last); a barrier
+ *                                  the last-block guard: takes the ticket in thread 0,
+ *                                  releasing what thread 0 wrote before and acquiring
+ *                                  what the earlier tickets released, and returns, in
+ *                                  every thread, whether this block is the expected-th
+ *                                  to arrive (the last); a barrier
  * and, for the segmented reduction (segmented.cuh):
  *   Policy::kGroup                 threads that work on one medium segment together
  *   Policy::kGroupAlone            whether group_reduce holds no block-wide barrier, so a
@@ -630,19 +632,16 @@ __device__ __forceinline__ void grid_combine(typename Op::Acc acc, typename Op::
         return;
     }
 
-    /* DESIGN.md's protocol. (1) publish the partial; (2) release: the partial is visible
-     * device-wide before the ticket that announces it. */
-    if (tid == 0) {
+    /* DESIGN.md's protocol. (1) publish the partial, from thread 0. */
+    if (tid == 0)
         partials[blockIdx.x] = block;
-        gs_publish();
-    }
-    /* (3) ticket and (4) guard, per backend. Both variants contain a __syncthreads, which
-     * also separates the two uses of `scratch`. */
+    /* (2) release, (3) ticket, (4) guard and (5) acquire, per backend: thread 0's ticket
+     * is an acquire-release atomic (gs_ticket_acq_rel), so the partial is visible
+     * device-wide before the ticket that announces it, and the loads below, ordered after
+     * the ticket by the guard's barrier, see every partial the earlier tickets announced;
+     * volatile loads, because a cached (L1) load could return a stale line. Both guards
+     * contain a __syncthreads, which also separates the two uses of `scratch`. */
     if (Policy::last_arrival(counter, gridDim.x)) {
-        /* (5) acquire: without this fence the loads below may see partials older than
-         * the tickets this block observed through its atomic; volatile loads, because a
-         * cached (L1) load could return a stale line even after the fence. */
-        gs_acquire();
         /* (6) combine in block-index order: thread t folds partials t, t + B, ... in
          * increasing order, then the block combines threads in a fixed tree, so the
          * result is the same whichever block finished last. */

@@ -103,12 +103,11 @@ __device__ __forceinline__ void seg_publish_piece(typename Op::Acc piece, typena
                                                   typename Policy::template Scratch<typename Op::Acc> &s)
 {
     typedef typename Op::Acc Acc;
-    if (threadIdx.x == 0) {
+    if (threadIdx.x == 0)
         *slot = piece;
-        gs_publish(); /* release: the piece is visible before the ticket announcing it */
-    }
+    /* thread 0's ticket releases the piece and acquires the other pieces announced by
+     * their tickets (Policy::last_arrival) */
     if (Policy::last_arrival(&counters[c0], c1 - c0 + 1)) {
-        gs_acquire(); /* acquire: the other pieces, announced by their tickets */
         /* thread t folds pieces c0 + t, c0 + t + kBlock, ... in order, four loads in
          * flight at a time (a giant segment has thousands of pieces) */
         Acc a = Op::identity();

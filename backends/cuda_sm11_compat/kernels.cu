@@ -130,10 +130,12 @@ struct PolicySm11Compat {
     }
 
     /* The seed's 1.1 guard: thread 0 writes its ticket's verdict to shared memory, the
-     * barrier publishes it to the block. The caller's thread 0 has already fenced. */
+     * barrier publishes it to the block. The ticket releases thread 0's partial and
+     * acquires the others' (gs_ticket_acq_rel: __threadfence on both sides before compute
+     * capability 7.0, the 1.1 era's only tool). */
     static __device__ __forceinline__ bool last_arrival(unsigned int *counter, unsigned int expected)
     {
-        return gs_last_arrival_sm11(counter, expected);
+        return gs_last_arrival_acqrel_sm11(counter, expected);
     }
 };
 

@@ -108,10 +108,11 @@ struct PolicySm20 {
     static __device__ __forceinline__ unsigned int block_count(bool p) { return (unsigned int)__syncthreads_count(p); }
 
     /* The seed's 2.0 guard: thread 0 takes the ticket, __syncthreads_or tells every thread
-     * whether it was the last one. The caller's thread 0 has already fenced its partial. */
+     * whether it was the last one. The ticket releases thread 0's partial and acquires the
+     * others' (gs_ticket_acq_rel). */
     static __device__ __forceinline__ bool last_arrival(unsigned int *counter, unsigned int expected)
     {
-        return gs_last_arrival_sm20(counter, expected);
+        return gs_last_arrival_acqrel_sm20(counter, expected);
     }
 };
 

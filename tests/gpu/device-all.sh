@@ -6,7 +6,7 @@
 #      bench/run_segmented.sh (gs_segmented_reduce against CUB);
 #   3. then, all at once: the gpu suite's programs for the automatic choice and each
 #      backend forced (test_gpu_reduce, test_gpu_concurrency and its sticky mode), the
-#      device helpers' test for both guards, the work-queue example, `gridsync info`, and
+#      device helpers' test for the four guards, the work-queue example, `gridsync info`, and
 #      compute-sanitizer's four tools over the segmented reduction (quick mode) for both
 #      backends; then test_gpu_concurrency's context churn alone, once per choice (its
 #      check reads the device's free memory, which the others move: the concurrent runs
@@ -65,7 +65,7 @@ for v in auto cuda_sm20 cuda_sm11_compat; do
     run "sticky-$v" env "${e[@]}" "$b/tests/gpu/test_gpu_concurrency" sticky
     names+=("reduce-$v" "concurrency-$v" "sticky-$v")
 done
-for g in sm20 sm11; do
+for g in sm20 sm11 sm20-acqrel sm11-acqrel; do
     run "device-$g" "$b/tests/gpu/test_gpu_device" --guard "$g"
     names+=("device-$g")
 done

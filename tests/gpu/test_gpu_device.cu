@@ -4,8 +4,11 @@
  * (gs_queue_create / gs_queue_reset / gs_queue_destroy).
  *
  *   test_gpu_device --guard sm20     every kernel that elects a last block uses gs_last_block_sm20
- *   test_gpu_device --guard sm11     ... gs_last_block_sm11 (meson runs both)
- *   test_gpu_device                  both, one after the other
+ *   test_gpu_device --guard sm11     ... gs_last_block_sm11
+ *   test_gpu_device --guard sm20-acqrel, --guard sm11-acqrel
+ *                                    ... gs_last_block_acqrel_sm20 / _sm11 (the ticket releases and
+ *                                    acquires; no gs_publish, no gs_acquire; meson runs all four)
+ *   test_gpu_device                  all four, one after the other
  *   GS_TEST_SEED=<n>                 replays a run (the seed is printed first)
  *   GS_TEST_QUICK=1                  one round of fewer and smaller cases (for compute-sanitizer);
  *                                    otherwise three rounds, each with new random cases
@@ -123,14 +126,38 @@ static double now_s()
     return (double)t.tv_sec + t.tv_nsec * 1e-9;
 }
 
+/* The guard's name for the output (d.guard: 20, 11, 21, 12; see last_block). */
+static const char *guard_name(int g)
+{
+    return g == 20 ? "gs_last_block_sm20" : g == 11 ? "gs_last_block_sm11" : g == 21 ? "gs_last_block_acqrel_sm20"
+                                                                                  : "gs_last_block_acqrel_sm11";
+}
+
 /* ---- device side ------------------------------------------------------------------------ */
 
+/* Guard G: 20 gs_last_block_sm20, 11 gs_last_block_sm11 (with gs_publish and gs_acquire
+ * around them), 21 and 12 their acqrel variants (the ticket releases and acquires; no
+ * gs_publish, no gs_acquire). */
 template <int G> static __device__ __forceinline__ bool last_block(unsigned int *counter)
 {
     if constexpr (G == 20)
         return gs_last_block_sm20(counter);
-    else
+    else if constexpr (G == 11)
         return gs_last_block_sm11(counter);
+    else if constexpr (G == 21)
+        return gs_last_block_acqrel_sm20(counter);
+    else
+        return gs_last_block_acqrel_sm11(counter);
+}
+template <int G> static __device__ __forceinline__ void publish()
+{
+    if constexpr (G == 20 || G == 11)
+        gs_publish();
+}
+template <int G> static __device__ __forceinline__ void acquire()
+{
+    if constexpr (G == 20 || G == 11)
+        gs_acquire();
 }
 
 static __device__ __forceinline__ bool thread0() { return threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0; }
@@ -193,7 +220,7 @@ static __device__ unsigned long long block_sum(unsigned long long v)
 }
 
 /* The last block reads every block's record (release by gs_publish, acquire by
- * gs_acquire, volatile loads), checks each is this launch's, and returns their sum. */
+ * gs_acquire, or both by the acqrel guard's ticket; volatile loads), checks each is this launch's, and returns their sum. */
 static __device__ unsigned long long combine_records(const Record *records, unsigned int launch,
                                                      unsigned long long seed, bool check_values,
                                                      unsigned int *errors)
@@ -240,10 +267,10 @@ __global__ void queue_kernel(gs_work_queue *q, unsigned long long count, unsigne
     }
     if (thread0()) {
         records[blockIdx.x] = Record{acc, blockIdx.x, launch};
-        gs_publish();
+        publish<G>();
     }
     if (last_block<G>(counter)) {
-        gs_acquire();
+        acquire<G>();
         const unsigned long long total = combine_records(records, launch, seed, false, errors);
         if (thread0()) {
             result[launch % kSlots] = total;
@@ -271,14 +298,14 @@ __global__ void guard_kernel(unsigned int *counter, Record *records, unsigned lo
     spin(item_cycles(seed, blockIdx.x, spin_max));
     if (thread0()) {
         records[blockIdx.x] = Record{mix(seed ^ (0x100000000ull + blockIdx.x)), blockIdx.x, launch};
-        gs_publish();
+        publish<G>();
     }
     const bool last = last_block<G>(counter);
     if (last) {
         atomicAdd(&elected_threads[launch % kSlots], 1u);
         if (thread0())
             atomicAdd(&elected[launch % kSlots], 1u);
-        gs_acquire();
+        acquire<G>();
         const unsigned long long total = combine_records(records, launch, seed, true, errors);
         if (thread0()) {
             result[launch % kSlots] = total;
@@ -338,12 +365,16 @@ static unsigned int launch_queue(Dev &d, unsigned int grid, dim3 block, unsigned
                                  unsigned long long seed, unsigned int spin_max, cudaStream_t s)
 {
     const unsigned int launch = g_launch++;
-    if (d.guard == 20)
-        queue_kernel<20><<<grid, block, 0, s>>>(d.q, count, hits, seed, spin_max, d.records, d.counter, d.result,
-                                                launch, d.errors, d.finish_last, d.finish_last_threads);
-    else
-        queue_kernel<11><<<grid, block, 0, s>>>(d.q, count, hits, seed, spin_max, d.records, d.counter, d.result,
-                                                launch, d.errors, d.finish_last, d.finish_last_threads);
+#define GS_QUEUE_LAUNCH(G)                                                                                        \
+    queue_kernel<G><<<grid, block, 0, s>>>(d.q, count, hits, seed, spin_max, d.records, d.counter, d.result, launch, \
+                                           d.errors, d.finish_last, d.finish_last_threads)
+    switch (d.guard) {
+    case 20: GS_QUEUE_LAUNCH(20); break;
+    case 11: GS_QUEUE_LAUNCH(11); break;
+    case 21: GS_QUEUE_LAUNCH(21); break;
+    default: GS_QUEUE_LAUNCH(12); break;
+    }
+#undef GS_QUEUE_LAUNCH
     CK(cudaGetLastError());
     return launch;
 }
@@ -352,12 +383,16 @@ static unsigned int launch_guard(Dev &d, unsigned int grid, dim3 block, unsigned
                                  cudaStream_t s)
 {
     const unsigned int launch = g_launch++;
-    if (d.guard == 20)
-        guard_kernel<20><<<grid, block, 0, s>>>(d.counter, d.records, seed, launch, spin_max, d.elected,
-                                                d.elected_threads, d.result, d.errors, d.sink);
-    else
-        guard_kernel<11><<<grid, block, 0, s>>>(d.counter, d.records, seed, launch, spin_max, d.elected,
-                                                d.elected_threads, d.result, d.errors, d.sink);
+#define GS_GUARD_LAUNCH(G)                                                                                        \
+    guard_kernel<G><<<grid, block, 0, s>>>(d.counter, d.records, seed, launch, spin_max, d.elected, d.elected_threads, \
+                                           d.result, d.errors, d.sink)
+    switch (d.guard) {
+    case 20: GS_GUARD_LAUNCH(20); break;
+    case 11: GS_GUARD_LAUNCH(11); break;
+    case 21: GS_GUARD_LAUNCH(21); break;
+    default: GS_GUARD_LAUNCH(12); break;
+    }
+#undef GS_GUARD_LAUNCH
     CK(cudaGetLastError());
     return launch;
 }
@@ -575,7 +610,7 @@ static void test_guard(Dev &d)
     CK(cudaMemset(d.errors, 0, sizeof *d.errors));
     unsigned int c = read_u32(d.counter);
     CHECK(c == 0, "guard: the counter is %u after %u launches, not 0", c, reps);
-    printf("guard (gs_last_block_sm%d): %u launches back to back on one counter (%.2f s)\n", d.guard, reps,
+    printf("guard (%s): %u launches back to back on one counter (%.2f s)\n", guard_name(d.guard), reps,
            now_s() - t0);
 }
 
@@ -820,7 +855,7 @@ static void run_guard(Dev &d, int guard)
     /* Every round draws new grids, counts, shapes and seeds. */
     const int rounds = g_quick ? 1 : 3;
     for (int r = 0; r < rounds; r++) {
-        printf("-- guard gs_last_block_sm%d, round %d of %d --\n", guard, r + 1, rounds);
+        printf("-- guard %s, round %d of %d --\n", guard_name(guard), r + 1, rounds);
         test_guard(d);
         test_exactly_once(d);
         test_repeated(d);
@@ -840,17 +875,21 @@ int main(int argc, char **argv)
                 guards.push_back(20);
             else if (strcmp(g, "sm11") == 0)
                 guards.push_back(11);
+            else if (strcmp(g, "sm20-acqrel") == 0)
+                guards.push_back(21);
+            else if (strcmp(g, "sm11-acqrel") == 0)
+                guards.push_back(12);
             else {
-                fprintf(stderr, "unknown guard %s (sm20 or sm11)\n", g);
+                fprintf(stderr, "unknown guard %s (sm20, sm11, sm20-acqrel or sm11-acqrel)\n", g);
                 return 2;
             }
         } else {
-            fprintf(stderr, "usage: %s [--guard sm20|sm11]...\n", argv[0]);
+            fprintf(stderr, "usage: %s [--guard sm20|sm11|sm20-acqrel|sm11-acqrel]...\n", argv[0]);
             return 2;
         }
     }
     if (guards.empty())
-        guards = {20, 11};
+        guards = {20, 11, 21, 12};
     const char *q = getenv("GS_TEST_QUICK");
     g_quick = q && *q && strcmp(q, "0") != 0;
     const char *seed_env = getenv("GS_TEST_SEED");
