@@ -995,6 +995,21 @@ struct Bench {
     typedef CUresult (*StreamIsCapturing_t)(CUstream, CUstreamCaptureStatus *);
     typedef CUresult (*StreamGetId_t)(CUstream, unsigned long long *);
 
+    /* The driver calls gs_reduce makes before its launch (null where missing). */
+    struct HotPathCalls {
+        PtrAttrs_t ptr_attrs;
+        CtxGetCurrent_t get_current;
+        StreamIsCapturing_t is_capturing;
+        StreamGetId_t stream_id;
+    };
+    static HotPathCalls hot_path_calls()
+    {
+        return HotPathCalls{(PtrAttrs_t)driver_entry("cuPointerGetAttributes"),
+                            (CtxGetCurrent_t)driver_entry("cuCtxGetCurrent"),
+                            (StreamIsCapturing_t)driver_entry("cuStreamIsCapturing"),
+                            (StreamGetId_t)driver_entry("cuStreamGetId")};
+    }
+
     /* gs_reduce's pointer check (core/context.c): memory type, range start, range size. */
     static bool check_pointer(PtrAttrs_t ptr_attrs, CUdeviceptr p)
     {
@@ -1023,10 +1038,11 @@ struct Bench {
         typedef CUresult (*cuLaunchKernel_t)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                                              unsigned, CUstream, void **, void **);
         cuLaunchKernel_t cu_launch = (cuLaunchKernel_t)driver_entry("cuLaunchKernel");
-        auto ptr_attrs = (PtrAttrs_t)driver_entry("cuPointerGetAttributes");
-        auto get_current = (CtxGetCurrent_t)driver_entry("cuCtxGetCurrent");
-        auto is_capturing = (StreamIsCapturing_t)driver_entry("cuStreamIsCapturing");
-        auto stream_id = (StreamGetId_t)driver_entry("cuStreamGetId");
+        const HotPathCalls hp = hot_path_calls();
+        const auto ptr_attrs = hp.ptr_attrs;
+        const auto get_current = hp.get_current;
+        const auto is_capturing = hp.is_capturing;
+        const auto stream_id = hp.stream_id;
         CUfunction cu_fn = nullptr;
         {
             cudaFunction_t f = nullptr;
@@ -1136,7 +1152,7 @@ struct Bench {
             host_api_times[ways[w].impl + "/" + ways[w].backend] = m;
         }
         host_api_raw = t_raw;
-        host_calls(pool, outp);
+        host_calls(hp, pool, outp);
     }
 
     /* What gs_reduce's hot path asks the driver, call by call (core/context.c: the input
@@ -1144,17 +1160,16 @@ struct Bench {
      * timed alone back to back, no launch: where the API's cost over a raw launch goes.
      * Alternatives the path could use instead are timed beside them. Entry points through
      * the runtime, as for cuLaunchKernel above. */
-    void host_calls(const void *dev_in, const void *dev_out)
+    void host_calls(const HotPathCalls &hp, const void *dev_in, const void *dev_out)
     {
-        auto entry = driver_entry;
         typedef CUresult (*CtxGetId_t)(CUcontext, unsigned long long *);
         typedef CUresult (*MemGetAddressRange_t)(CUdeviceptr *, size_t *, CUdeviceptr);
-        auto ptr_attrs = (PtrAttrs_t)entry("cuPointerGetAttributes");
-        auto get_current = (CtxGetCurrent_t)entry("cuCtxGetCurrent");
-        auto ctx_id = (CtxGetId_t)entry("cuCtxGetId");
-        auto is_capturing = (StreamIsCapturing_t)entry("cuStreamIsCapturing");
-        auto stream_id = (StreamGetId_t)entry("cuStreamGetId");
-        auto addr_range = (MemGetAddressRange_t)entry("cuMemGetAddressRange");
+        const auto ptr_attrs = hp.ptr_attrs;
+        const auto get_current = hp.get_current;
+        const auto is_capturing = hp.is_capturing;
+        const auto stream_id = hp.stream_id;
+        const auto ctx_id = (CtxGetId_t)driver_entry("cuCtxGetId");
+        const auto addr_range = (MemGetAddressRange_t)driver_entry("cuMemGetAddressRange");
         CUcontext cur = nullptr;
         if (get_current)
             get_current(&cur);
@@ -1279,7 +1294,8 @@ struct Bench {
                     continue;
                 last = grid;
                 const double t1 = run(grid, 3);
-                const int k = std::max(t1 > 1000.0 ? 2 : 3, std::min((int)std::ceil(target_us / std::max(t1, 0.5)), 4000));
+                const int k =
+                    std::max(t1 > 1000.0 ? 2 : 3, std::min((int)std::ceil(target_us / std::max(t1, 0.5)), 4000));
                 std::vector<double> ts;
                 for (int r = 0; r < o.runs; r++)
                     ts.push_back(run(grid, k));
@@ -1294,7 +1310,8 @@ struct Bench {
             }
             ceiling_us[bytes] = best;
             const double gbps = bytes / (best * 1e-6) / 1e9;
-            printf("  %10s  %9.3f us  %7.1f GB/s  (grid %u)\n", bytes_name((double)bytes).c_str(), best, gbps, best_grid);
+            printf("  %10s  %9.3f us  %7.1f GB/s  (grid %u)\n", bytes_name((double)bytes).c_str(), best, gbps,
+                   best_grid);
             row("-", "u8", "read", bytes, (double)bytes, "read_kernel", "read_ceiling", o.runs, best_k, best, best_min,
                 best_max, gbps, NAN, "ok", strf("grid %u of 256 threads (best of 1 .. 8 per SM); n = bytes", best_grid));
         }
@@ -1442,7 +1459,8 @@ struct Bench {
                 s += line + "\n";
             }
         if (!ceiling_us.empty()) {
-            s += strf("time per call over the read ceiling at the same bytes (one launch that only reads; hot), n >= 2^18:\n");
+            s += strf("time per call over the read ceiling at the same bytes (one launch that only reads; hot), "
+                      "n >= 2^18:\n");
             for (int dt : o.dtypes)
                 for (int op : o.ops)
                     for (const Impl &im : impls) {
@@ -1455,7 +1473,8 @@ struct Bench {
                             line += strf(" %s %.2f", pow2_name(n).c_str(), it->second / c->second);
                         }
                         if (!line.empty())
-                            s += strf("  %-3s %-6s %-16s%s\n", dt_name[dt], op_name[op], im.label().c_str(), line.c_str());
+                            s += strf("  %-3s %-6s %-16s%s\n", dt_name[dt], op_name[op], im.label().c_str(),
+                                      line.c_str());
                     }
         }
         if (!host_api_times.empty()) {

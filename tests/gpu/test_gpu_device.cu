@@ -220,7 +220,8 @@ static __device__ unsigned long long block_sum(unsigned long long v)
 }
 
 /* The last block reads every block's record (release by gs_publish, acquire by
- * gs_acquire, or both by the acqrel guard's ticket; volatile loads), checks each is this launch's, and returns their sum. */
+ * gs_acquire, or both by the acqrel guard's ticket; volatile loads), checks each is this
+ * launch's, and returns their sum. */
 static __device__ unsigned long long combine_records(const Record *records, unsigned int launch,
                                                      unsigned long long seed, bool check_values,
                                                      unsigned int *errors)
