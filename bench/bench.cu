@@ -1459,8 +1459,7 @@ struct Bench {
                 s += line + "\n";
             }
         if (!ceiling_us.empty()) {
-            s += strf("time per call over the read ceiling at the same bytes (one launch that only reads; hot), "
-                      "n >= 2^18:\n");
+            std::string block;
             for (int dt : o.dtypes)
                 for (int op : o.ops)
                     for (const Impl &im : impls) {
@@ -1473,9 +1472,12 @@ struct Bench {
                             line += strf(" %s %.2f", pow2_name(n).c_str(), it->second / c->second);
                         }
                         if (!line.empty())
-                            s += strf("  %-3s %-6s %-16s%s\n", dt_name[dt], op_name[op], im.label().c_str(),
-                                      line.c_str());
+                            block += strf("  %-3s %-6s %-16s%s\n", dt_name[dt], op_name[op], im.label().c_str(),
+                                          line.c_str());
                     }
+            if (!block.empty())
+                s += "time per call over the read ceiling at the same bytes (one launch that only reads; hot), "
+                     "n >= 2^18:\n" + block;
         }
         if (!host_api_times.empty()) {
             s += strf("host cost per call (us): ");
