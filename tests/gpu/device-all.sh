@@ -55,11 +55,15 @@ run() {
     ) &
     pids+=($!)
 }
+# e: the environment that makes choice $1 (auto: none, else GRIDSYNC_BACKEND)
+choice_env() {
+    e=()
+    [ "$1" = auto ] || e=(GRIDSYNC_BACKEND=$1)
+}
 pids=()
 names=()
 for v in auto cuda_sm20 cuda_sm11_compat; do
-    e=()
-    [ "$v" = auto ] || e=(GRIDSYNC_BACKEND=$v)
+    choice_env "$v"
     run "reduce-$v" env "${e[@]}" "$b/tests/gpu/test_gpu_reduce"
     run "concurrency-$v" env "${e[@]}" GS_TEST_SHARED_GPU=1 "$b/tests/gpu/test_gpu_concurrency"
     run "sticky-$v" env "${e[@]}" "$b/tests/gpu/test_gpu_concurrency" sticky
@@ -81,8 +85,7 @@ done
 timeout 60 "$b/tools/gridsync" info >"$out/tests/info.log" 2>&1
 wait "${pids[@]}" # (a bare wait would also wait for the tee above)
 for v in auto cuda_sm20 cuda_sm11_compat; do
-    e=()
-    [ "$v" = auto ] || e=(GRIDSYNC_BACKEND=$v)
+    choice_env "$v"
     pids=()
     run "churn-$v" env "${e[@]}" "$b/tests/gpu/test_gpu_concurrency" churn
     wait "${pids[@]}"

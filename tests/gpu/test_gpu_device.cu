@@ -57,6 +57,7 @@
 #include <cstring>
 #include <ctime>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "gridsync.h"
@@ -360,22 +361,29 @@ static dim3 random_shape() { return k_shapes[rnd_below(sizeof k_shapes / sizeof 
 
 static unsigned int g_launch; /* the next launch number */
 
+/* Calls f with guard g as a compile-time constant (std::integral_constant<int, g>), for
+ * the kernels' template argument. */
+template <typename F> static void with_guard(int g, F f)
+{
+    switch (g) {
+    case 20: f(std::integral_constant<int, 20>()); break;
+    case 11: f(std::integral_constant<int, 11>()); break;
+    case 21: f(std::integral_constant<int, 21>()); break;
+    default: f(std::integral_constant<int, 12>()); break;
+    }
+}
+
 /* Queues one queue_kernel launch; returns its launch number (its outputs are in slot
  * launch % kSlots). */
 static unsigned int launch_queue(Dev &d, unsigned int grid, dim3 block, unsigned long long count, unsigned int *hits,
                                  unsigned long long seed, unsigned int spin_max, cudaStream_t s)
 {
     const unsigned int launch = g_launch++;
-#define GS_QUEUE_LAUNCH(G)                                                                                        \
-    queue_kernel<G><<<grid, block, 0, s>>>(d.q, count, hits, seed, spin_max, d.records, d.counter, d.result, launch, \
-                                           d.errors, d.finish_last, d.finish_last_threads)
-    switch (d.guard) {
-    case 20: GS_QUEUE_LAUNCH(20); break;
-    case 11: GS_QUEUE_LAUNCH(11); break;
-    case 21: GS_QUEUE_LAUNCH(21); break;
-    default: GS_QUEUE_LAUNCH(12); break;
-    }
-#undef GS_QUEUE_LAUNCH
+    with_guard(d.guard, [&](auto g) {
+        queue_kernel<decltype(g)::value><<<grid, block, 0, s>>>(d.q, count, hits, seed, spin_max, d.records, d.counter,
+                                                                d.result, launch, d.errors, d.finish_last,
+                                                                d.finish_last_threads);
+    });
     CK(cudaGetLastError());
     return launch;
 }
@@ -384,16 +392,10 @@ static unsigned int launch_guard(Dev &d, unsigned int grid, dim3 block, unsigned
                                  cudaStream_t s)
 {
     const unsigned int launch = g_launch++;
-#define GS_GUARD_LAUNCH(G)                                                                                        \
-    guard_kernel<G><<<grid, block, 0, s>>>(d.counter, d.records, seed, launch, spin_max, d.elected, d.elected_threads, \
-                                           d.result, d.errors, d.sink)
-    switch (d.guard) {
-    case 20: GS_GUARD_LAUNCH(20); break;
-    case 11: GS_GUARD_LAUNCH(11); break;
-    case 21: GS_GUARD_LAUNCH(21); break;
-    default: GS_GUARD_LAUNCH(12); break;
-    }
-#undef GS_GUARD_LAUNCH
+    with_guard(d.guard, [&](auto g) {
+        guard_kernel<decltype(g)::value><<<grid, block, 0, s>>>(d.counter, d.records, seed, launch, spin_max, d.elected,
+                                                                d.elected_threads, d.result, d.errors, d.sink);
+    });
     CK(cudaGetLastError());
     return launch;
 }
