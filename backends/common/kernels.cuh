@@ -25,12 +25,37 @@
 #define GS_OP_or gs::OpOr
 #define GS_OP_xor gs::OpXor
 
+/* Threads one multiprocessor of the architecture being compiled holds (the CUDA
+ * programming guide's table; a launch bound beyond it draws a ptxas warning and is
+ * ignored). The host pass ignores launch bounds. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#  define GS_ARCH_SM_THREADS 1024 /* 7.5 */
+#elif defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000 || \
+                                 __CUDA_ARCH__ == 1030)
+#  define GS_ARCH_SM_THREADS 2048
+#elif defined(__CUDA_ARCH__)
+#  define GS_ARCH_SM_THREADS 1536 /* 8.6 .. 8.9, 11.0, 12.x */
+#else
+#  define GS_ARCH_SM_THREADS 2048
+#endif
+
+/* The minimum of resident blocks per multiprocessor that op's gs_reduce kernel is compiled
+ * for (__launch_bounds__; 0: none, ptxas's own choice): the policy's kMinBlocks, at most
+ * what the multiprocessor holds, for the element-wise ops; none for ARGMIN/ARGMAX, whose
+ * keys take more registers (46 .. 61 on sm_90) than 6 blocks of 256 threads leave (40). */
+template <typename Op> struct GsMinBlocks {
+    static const int kFit = GS_ARCH_SM_THREADS / GS_POLICY::kBlock;
+    static const int value = gs::IsArg<Op>::value ? 0 : GS_POLICY::kMinBlocks < kFit ? GS_POLICY::kMinBlocks : kFit;
+};
+
 #define GS_DEFINE_KERNEL(dt, op, o)                                                                    \
-    extern "C" __global__ void __launch_bounds__(GS_POLICY::kBlock)                                    \
+    typedef GS_OP_##op<GS_TYPE_##dt, GS_TYPE_##o> gs_op_##dt##_##op##_##o;                             \
+    extern "C" __global__ void __launch_bounds__(GS_POLICY::kBlock,                                    \
+                                                 GsMinBlocks<gs_op_##dt##_##op##_##o>::value)          \
         gs_reduce_##dt##_##op##_##o(const GS_TYPE_##dt *__restrict__ in, uint64_t n,                   \
                                     GS_TYPE_##o *__restrict__ out, unsigned char *workspace)           \
     {                                                                                                  \
-        typedef GS_OP_##op<GS_TYPE_##dt, GS_TYPE_##o> Op;                                              \
+        typedef gs_op_##dt##_##op##_##o Op;                                                            \
         static_assert(sizeof(typename Op::Acc) <= GS_MAX_PARTIAL_BYTES, "partial slot too small");     \
         gs::reduce_kernel<GS_POLICY, Op>(in, n, (typename Op::OutT *)out, workspace);                  \
     }

@@ -20,6 +20,9 @@ struct PolicySm20 {
     static const int kBlock = GS_BACKEND_BLOCK;
     static const int kUnroll = GS_BACKEND_ITEMS;
     static const int kWarps = kBlock / 32;
+    /* No minimum of resident blocks in the kernels' launch bounds: ptxas's own register
+     * choice (cuda_sm11_compat explains why it sets one). */
+    static const int kMinBlocks = 0;
 
     /* One slot per warp; written by lane 0 of each warp, read by warp 0 after the barrier. */
     template <typename Acc> struct Scratch {
