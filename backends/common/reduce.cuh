@@ -6,7 +6,7 @@
  *   Policy::kBlock                 threads per block (a multiple of 32)
  *   Policy::kUnroll                independent 16-byte loads in flight per thread
  *   Policy::kMinBlocks             the minimum of resident blocks per multiprocessor the
- *                                  element-wise kernels are compiled for (kernels.cuh;
+ *                                  SUM and PROD kernels are compiled for (kernels.cuh;
  *                                  0: none)
  *   Policy::load16(p)              one 16-byte load of read-only input
  *   Policy::block_reduce<Op>(v, s) the block's combination of one value per thread,

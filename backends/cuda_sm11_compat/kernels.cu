@@ -12,14 +12,14 @@ struct PolicySm11Compat {
     static const int kBlock = GS_BACKEND_BLOCK;
     static const int kUnroll = GS_BACKEND_ITEMS;
 
-    /* The element-wise kernels are compiled for as many resident blocks as the launch
-     * policy puts on a multiprocessor for inputs beyond the L2 cache (6 of 256 threads:
-     * at most 40 registers). Left to itself, ptxas gave SUM 32 registers and reused them
-     * for the loads: its float64 loop had one 16-byte load in flight per thread, and ran 1
-     * .. 2 % behind CUB and cuda_sm20 at >= 2^26 elements. With the bound (two in flight)
-     * SUM ran 2 .. 6 % faster for float64 (1 .. 3 % for float32 and int32) at 2^13 .. 2^27,
-     * MAX within +-2 % (bench/NOTES.md, v9). cuda_sm20's kernels, whose loads take the
-     * read-only path, ran 0 .. 1 % slower with it and go without. */
+    /* SUM and PROD are compiled for as many resident blocks as the launch policy puts on
+     * a multiprocessor for inputs beyond the L2 cache (6 of 256 threads: at most 40
+     * registers; kernels.cuh). Left to itself, ptxas gave SUM 32 registers and reused
+     * them for the loads: its float64 loop had one 16-byte load in flight per thread, and
+     * ran 1 .. 2 % behind CUB and cuda_sm20 at >= 2^26 elements. With the bound (two in
+     * flight) SUM ran 2 .. 6 % faster for float64 (1 .. 3 % for float32 and int32) at 2^13
+     * .. 2^27 (bench/NOTES.md, v9). cuda_sm20's kernels, whose loads take the read-only
+     * path, ran 0 .. 1 % slower with it and go without. */
     static const int kMinBlocks = GS_GRID_THREADS_PER_SM_DRAM / kBlock;
 
     /* One slot per thread; every level of the tree is separated by __syncthreads. */
