@@ -40,16 +40,18 @@
 #endif
 
 /* The minimum of resident blocks per multiprocessor that op's gs_reduce kernel is compiled
- * for (__launch_bounds__; 0: none, ptxas's own choice): the policy's kMinBlocks, at most
- * what the multiprocessor holds, for SUM and PROD; none for the others. Measured on an H100
- * (bench/NOTES.md, v9): MIN/MAX ran about 1 % slower with it, and ARGMIN/ARGMAX keys take
- * more registers (46 .. 61 on sm_90) than 6 blocks of 256 threads leave (40). */
+ * for (__launch_bounds__; 0: none, ptxas's own choice - the cubin is byte-identical to one
+ * without the argument): the policy's kMinBlocks, at most what the multiprocessor holds,
+ * for SUM and PROD; none for the others. Measured on an H100 (bench/NOTES.md, v9): MIN/MAX
+ * ran about 1 % slower with it, and ARGMIN/ARGMAX keys take more registers (46 .. 61 on
+ * sm_90) than 6 blocks of 256 threads leave (40). */
 template <typename Op> struct GsBounded { static const bool value = false; };
 template <typename T, typename Out> struct GsBounded<gs::OpSum<T, Out> > { static const bool value = true; };
 template <typename T, typename Out> struct GsBounded<gs::OpProd<T, Out> > { static const bool value = true; };
 template <typename Op> struct GsMinBlocks {
     static const int kFit = GS_ARCH_SM_THREADS / GS_POLICY::kBlock;
-    static const int value = !GsBounded<Op>::value ? 0 : GS_POLICY::kMinBlocks < kFit ? GS_POLICY::kMinBlocks : kFit;
+    static const int kWant = GsBounded<Op>::value ? GS_POLICY::kMinBlocks : 0;
+    static const int value = kWant < kFit ? kWant : kFit;
 };
 
 #define GS_DEFINE_KERNEL(dt, op, o)                                                                    \
