@@ -1,7 +1,9 @@
-/* gs_reduce's launch policy: how many blocks for n elements. Host code only, C and C++:
+/* gs_reduce's launch policy: how many blocks for n elements. Host functions, C and C++:
  * used by backends/common/backend.c (the launches) and by bench/tune.cu (to mark the grid
- * the policy would choose), so the two cannot disagree. Needs GS_BACKEND_BLOCK and
- * GS_BACKEND_ITEMS (threads per block, loads in flight; backends/meson.build). */
+ * the policy would choose), so the two cannot disagree; cuda_sm11_compat's kernels.cu
+ * takes GS_GRID_THREADS_PER_SM_DRAM for its launch bounds (kMinBlocks), so those match the
+ * grid too. Needs GS_BACKEND_BLOCK and GS_BACKEND_ITEMS (threads per block, loads in
+ * flight; backends/meson.build). */
 #ifndef GS_GRID_POLICY_H
 #define GS_GRID_POLICY_H
 
