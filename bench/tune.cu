@@ -10,15 +10,26 @@
  * CUDA events (median per launch). Prints CSV on stdout:
  *   variant,kernel,n,log2n,grid,blocks_per_sm,is_default,time_us,check
  * where is_default marks the grid the backends would choose (grid_policy.h); with
- * --default-grid, only that grid is run (for profiling one launch of it).
+ * --default-grid, only that grid is run (for profiling one launch of it). With --queued,
+ * each run of 20 waits behind a kernel that spins for 200 us, so all 20 launches are
+ * queued before the first starts: the time per launch is the GPU's alone, where a small
+ * kernel otherwise takes about as long as the host needs to launch it (comparing two
+ * versions of a kernel at small n). With --places N, the launches of a run take turns
+ * among N workspaces and outputs 64 KiB apart: a small kernel's time also depends on
+ * where its workspace (ticket counter, partials) lies, by 3 .. 8 % between the fastest
+ * and the slowest of 32 .. 64 places on an H100, the same places in two processes
+ * (bench/placement.cu, bench/NOTES.md v10); N places time the average instead of one
+ * place's luck.
  */
 #include TUNE_KERNELS
 
 #include "bench_common.cuh"
+#include "spin.cuh"
 #include "grid_policy.h"
 
 #include <cuda_fp16.h>
 
+#include <array>
 #include <random>
 
 #ifndef TUNE_VARIANT
@@ -149,7 +160,8 @@ int main(int argc, char **argv)
 {
     int lo = 16, hi = 25;
     const char *only = NULL;
-    bool default_only = false;
+    bool default_only = false, queued = false;
+    int places = 1;
     for (int k = 1; k < argc; k++) {
         if (!strcmp(argv[k], "--min-log2") && k + 1 < argc)
             lo = atoi(argv[++k]);
@@ -159,13 +171,19 @@ int main(int argc, char **argv)
             only = argv[++k];
         else if (!strcmp(argv[k], "--default-grid"))
             default_only = true;
+        else if (!strcmp(argv[k], "--queued"))
+            queued = true;
+        else if (!strcmp(argv[k], "--places") && k + 1 < argc)
+            places = atoi(argv[++k]);
         else {
             lo = -1;
             break;
         }
     }
-    if (lo < 0 || hi < lo || hi > 31) {
-        fprintf(stderr, "usage: %s [--min-log2 L] [--max-log2 H] [--only SUBSTRING] [--default-grid]  (0 <= L <= H <= 31)\n",
+    if (lo < 0 || hi < lo || hi > 31 || places < 1 || places > 64) {
+        fprintf(stderr,
+                "usage: %s [--min-log2 L] [--max-log2 H] [--only SUBSTRING] [--default-grid] [--queued]\n"
+                "       [--places N]  (0 <= L <= H <= 31, 1 <= N <= 64)\n",
                 argv[0]);
         return 2;
     }
@@ -180,12 +198,15 @@ int main(int argc, char **argv)
         printf("variant,kernel,n,log2n,grid,blocks_per_sm,is_default,time_us,check\n");
 
         const uint64_t max_n = 1ull << hi;
-        void *in = NULL, *out = NULL;
-        unsigned char *ws = NULL;
+        void *in = NULL;
+        /* `places` workspaces, each followed by its output */
+        const size_t kPlace = GS_WORKSPACE_BYTES + 256;
+        unsigned char *region = NULL;
         CK(cudaMalloc(&in, max_n * 8));
-        CK(cudaMalloc(&out, 16));
-        CK(cudaMalloc((void **)&ws, GS_WORKSPACE_BYTES));
-        CK(cudaMemset(ws, 0, GS_WORKSPACE_BYTES));
+        CK(cudaMalloc((void **)&region, kPlace * places));
+        CK(cudaMemset(region, 0, kPlace * places));
+        unsigned char *ws = region;
+        void *out = region + GS_WORKSPACE_BYTES;
         cudaStream_t s;
         CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
         cudaEvent_t e0, e1;
@@ -232,10 +253,22 @@ int main(int argc, char **argv)
                     const bool ok = check(c, ref, got);
                     failures += !ok;
                     std::vector<double> t;
+                    /* every place's arguments */
+                    std::vector<unsigned char *> pws(places), pout(places);
+                    std::vector<std::array<void *, 4> > pargs(places);
+                    for (int p = 0; p < places; p++) {
+                        pws[p] = region + kPlace * p;
+                        pout[p] = pws[p] + GS_WORKSPACE_BYTES;
+                        pargs[p] = {{&in, &nn, &pout[p], &pws[p]}};
+                    }
                     for (int r = 0; r < 8; r++) {
+                        if (queued) {
+                            bench_spin<<<1, 1, 0, s>>>(200000ull);
+                            CK(cudaGetLastError());
+                        }
                         CK(cudaEventRecord(e0, s));
                         for (int k = 0; k < 20; k++)
-                            CK(cudaLaunchKernel(c.fn, g, GS_BACKEND_BLOCK, args, 0, s));
+                            CK(cudaLaunchKernel(c.fn, g, GS_BACKEND_BLOCK, pargs[(r * 20 + k) % places].data(), 0, s));
                         CK(cudaEventRecord(e1, s));
                         CK(cudaEventSynchronize(e1));
                         float ms = 0;

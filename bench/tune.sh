@@ -9,7 +9,8 @@
 # nvcc and a GPU (exit 77 without one). TUNE_BUILD_ONLY=1: build OUTDIR/tune-<variant>
 # only (bench/ncu.sh); TUNE_SKIP_BUILD=1: run the programs an earlier TUNE_BUILD_ONLY
 # call built (so that nothing else loads the machine while they are timed); TUNE_ARCH: the
-# compute capability (e.g. 90) when no GPU is asked.
+# compute capability (e.g. 90) when no GPU is asked; TUNE_PROGRAM=placement: build (and
+# run) bench/placement.cu the same way, as OUTDIR/placement-<variant>.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -17,6 +18,7 @@ out=${1:?usage: tune.sh OUTDIR [VARIANT...]}
 shift
 mkdir -p "$out"
 variants=("$@")
+prog=${TUNE_PROGRAM:-tune}
 [ ${#variants[@]} -gt 0 ] || variants=(cuda_sm20-256-4 cuda_sm11_compat-256-4)
 arch=${TUNE_ARCH:-$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d .)}
 [ -n "$arch" ] || { echo "tune.sh: no GPU" >&2; exit 77; }
@@ -34,7 +36,7 @@ build() {
         -I "$root/api" -I "$backends" -I "$here" \
         "-DTUNE_KERNELS=\"$backend/kernels.cu\"" "-DTUNE_VARIANT=\"$v\"" \
         -DGS_BACKEND_BLOCK="$threads" -DGS_BACKEND_ITEMS="$loads" "${define[@]}" \
-        -o "$out/tune-$v" "$here/tune.cu"
+        -o "$out/$prog-$v" "$here/$prog.cu"
 }
 if [ -z "${TUNE_SKIP_BUILD:-}" ]; then
     for v in "${variants[@]}"; do build "$v" & done
@@ -42,7 +44,7 @@ if [ -z "${TUNE_SKIP_BUILD:-}" ]; then
 fi
 [ -z "${TUNE_BUILD_ONLY:-}" ] || exit 0
 for v in "${variants[@]}"; do
-    exe=$out/tune-$v
+    exe=$out/$prog-$v
     [ -x "$exe" ] || { echo "tune.sh: $v did not build" >&2; continue; }
     "$exe" ${TUNE_ARGS:-} >"$exe.csv" 2>"$exe.log" || echo "tune.sh: $v exited $? (see $exe.log)" >&2
 done

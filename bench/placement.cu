@@ -1,0 +1,174 @@
+/*
+ * gridsync-placement: how much a gs_reduce kernel's time depends on where in device
+ * memory its workspace (the ticket counter and the partials) or its output lies. Built
+ * like bench/tune.cu (one backend's kernels.cu compiled in; bench/tune.sh builds it with
+ * TUNE_PROGRAM=placement) and not part of the library.
+ *
+ *   gridsync-placement [--only SUBSTRING] [--log2 L,L,...] [--count N] [--stride BYTES]
+ *
+ * For each kernel (float32 SUM and ARGMAX) and n (the backends' default grid): the
+ * workspace at N places, `stride` bytes apart in one allocation (the output in an
+ * allocation of its own), then the output at those N places (the workspace in an
+ * allocation of its own); at each place one launch checked against a host reference and
+ * 7 runs of 20 launches queued behind a 200 us spin (the GPU's time alone), the median
+ * per launch. Defaults: n = 2^10, 2^14, 2^16, 2^18; 32 places 64 KiB apart. CSV on stdout:
+ *   variant,kernel,n,log2n,grid,what,offset,time_us,check
+ */
+#include TUNE_KERNELS
+
+#include "bench_common.cuh"
+#include "spin.cuh"
+#include "grid_policy.h"
+
+#include <random>
+
+#ifndef TUNE_VARIANT
+#  define TUNE_VARIANT "unnamed"
+#endif
+
+struct Case {
+    const char *name;
+    const void *fn;
+    bool argmax; /* else SUM */
+};
+
+#define PLACEMENT_CASE(dt, op, o, a) {"gs_reduce_" #dt "_" #op "_" #o, (const void *)&gs_reduce_##dt##_##op##_##o, a}
+
+static const Case kCases[] = {
+    PLACEMENT_CASE(f32, sum, f32, false),
+    PLACEMENT_CASE(f32, argmax, i64, true),
+};
+
+int main(int argc, char **argv)
+{
+    const char *only = NULL;
+    std::vector<int> sizes = {10, 14, 16, 18};
+    int count = 32;
+    unsigned long long stride = 65536;
+    for (int k = 1; k < argc; k++) {
+        if (!strcmp(argv[k], "--only") && k + 1 < argc)
+            only = argv[++k];
+        else if (!strcmp(argv[k], "--log2") && k + 1 < argc) {
+            sizes.clear();
+            for (char *p = strtok(argv[++k], ","); p; p = strtok(NULL, ","))
+                sizes.push_back(atoi(p));
+        } else if (!strcmp(argv[k], "--count") && k + 1 < argc)
+            count = atoi(argv[++k]);
+        else if (!strcmp(argv[k], "--stride") && k + 1 < argc)
+            stride = strtoull(argv[++k], NULL, 0);
+        else {
+            fprintf(stderr, "usage: %s [--only SUBSTRING] [--log2 L,L,...] [--count N] [--stride BYTES]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (count < 1 || stride < GS_WORKSPACE_BYTES || stride % 256) {
+        fprintf(stderr, "gridsync-placement: --count >= 1, --stride a multiple of 256 of at least %d\n",
+                GS_WORKSPACE_BYTES);
+        return 2;
+    }
+    device_count_or_exit77("gridsync-placement: ", "");
+    try {
+        cudaDeviceProp prop;
+        CK(cudaGetDeviceProperties(&prop, 0));
+        const unsigned int sms = (unsigned int)prop.multiProcessorCount;
+        const uint64_t l2_bytes = gs_grid_l2_bytes(prop.l2CacheSize);
+        printf("variant,kernel,n,log2n,grid,what,offset,time_us,check\n");
+        int max_lg = 0;
+        for (int lg : sizes)
+            max_lg = lg > max_lg ? lg : max_lg;
+        const uint64_t max_n = 1ull << max_lg;
+        float *in = NULL;
+        unsigned char *region = NULL;
+        CK(cudaMalloc((void **)&in, max_n * 4));
+        CK(cudaMalloc((void **)&region, (size_t)count * stride));
+        CK(cudaMemset(region, 0, (size_t)count * stride));
+        unsigned char *fixed_ws = NULL, *fixed_out = NULL;
+        CK(cudaMalloc((void **)&fixed_ws, GS_WORKSPACE_BYTES));
+        CK(cudaMemset(fixed_ws, 0, GS_WORKSPACE_BYTES));
+        CK(cudaMalloc((void **)&fixed_out, 256));
+        std::vector<float> h(max_n);
+        std::mt19937_64 rng(12345);
+        std::uniform_real_distribution<float> u(-1000.0f, 1000.0f);
+        for (float &x : h)
+            x = u(rng);
+        CK(cudaMemcpy(in, h.data(), max_n * 4, cudaMemcpyHostToDevice));
+        cudaStream_t s;
+        CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+        cudaEvent_t e0, e1;
+        CK(cudaEventCreate(&e0));
+        CK(cudaEventCreate(&e1));
+        int failures = 0;
+        for (const Case &c : kCases) {
+            if (only && !strstr(c.name, only))
+                continue;
+            int per_sm = 0;
+            CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, c.fn, GS_BACKEND_BLOCK, 0));
+            for (int lg : sizes) {
+                const uint64_t n = 1ull << lg;
+                const unsigned int grid =
+                    gs_grid_for(n, 4, l2_bytes, gs_grid_cap(sms, per_sm, GS_GRID_THREADS_PER_SM),
+                                gs_grid_cap(sms, per_sm, GS_GRID_THREADS_PER_SM_DRAM));
+                /* host references: the first maximum's index, the double sum */
+                uint64_t best = 0;
+                double sum = 0, abs_sum = 0;
+                for (uint64_t k = 0; k < n; k++) {
+                    if (h[k] > h[best])
+                        best = k;
+                    sum += h[k];
+                    abs_sum += fabs(h[k]);
+                }
+                for (int what = 0; what < 2; what++) {
+                    /* counters at 0 again (the output sweep wrote into the region) */
+                    CK(cudaMemset(region, 0, (size_t)count * stride));
+                    for (int i = 0; i < count; i++) {
+                        /* the workspace at place i and the output in its own allocation,
+                         * or the output at place i and the workspace in its own */
+                        unsigned char *ws = what == 0 ? region + (size_t)i * stride : fixed_ws;
+                        unsigned char *out = what == 0 ? fixed_out : region + (size_t)i * stride;
+                        uint64_t nn = n;
+                        void *args[] = {&in, &nn, &out, &ws};
+                        unsigned char got[8] = {0};
+                        CK(cudaMemsetAsync(out, 0xff, 8, s));
+                        CK(cudaLaunchKernel(c.fn, grid, GS_BACKEND_BLOCK, args, 0, s));
+                        CK(cudaMemcpyAsync(got, out, 8, cudaMemcpyDeviceToHost, s));
+                        CK(cudaStreamSynchronize(s));
+                        bool ok;
+                        if (c.argmax) {
+                            int64_t g;
+                            memcpy(&g, got, 8);
+                            ok = g == (int64_t)best;
+                        } else {
+                            float g;
+                            memcpy(&g, got, 4);
+                            ok = fabs((double)g - sum) <= 1e-5 * abs_sum + 1e-6;
+                        }
+                        failures += !ok;
+                        std::vector<double> t;
+                        for (int r = 0; r < 8; r++) {
+                            bench_spin<<<1, 1, 0, s>>>(200000ull);
+                            CK(cudaGetLastError());
+                            CK(cudaEventRecord(e0, s));
+                            for (int k = 0; k < 20; k++)
+                                CK(cudaLaunchKernel(c.fn, grid, GS_BACKEND_BLOCK, args, 0, s));
+                            CK(cudaEventRecord(e1, s));
+                            CK(cudaEventSynchronize(e1));
+                            float ms = 0;
+                            CK(cudaEventElapsedTime(&ms, e0, e1));
+                            if (r > 0)
+                                t.push_back(ms * 1000.0 / 20);
+                        }
+                        printf("%s,%s,%llu,%d,%u,%s,%llu,%.3f,%s\n", TUNE_VARIANT, c.name, (unsigned long long)n, lg,
+                               grid, what == 0 ? "workspace" : "output", (unsigned long long)i * stride, median(t),
+                               ok ? "ok" : "FAIL");
+                    }
+                    fflush(stdout);
+                }
+            }
+        }
+        fprintf(stderr, "gridsync-placement %s: %d check failures\n", TUNE_VARIANT, failures);
+        return failures ? 1 : 0;
+    } catch (const std::exception &e) {
+        fprintf(stderr, "gridsync-placement: %s\n", e.what());
+        return 1;
+    }
+}
