@@ -17,7 +17,7 @@
 #include TUNE_KERNELS
 
 #include "bench_common.cuh"
-#include "spin.cuh"
+#include "launch_timer.cuh"
 #include "grid_policy.h"
 
 #include <random>
@@ -94,9 +94,6 @@ int main(int argc, char **argv)
         CK(cudaMemcpy(in, h.data(), max_n * 4, cudaMemcpyHostToDevice));
         cudaStream_t s;
         CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-        cudaEvent_t e0, e1;
-        CK(cudaEventCreate(&e0));
-        CK(cudaEventCreate(&e1));
         int failures = 0;
         for (const Case &c : kCases) {
             if (only && !strstr(c.name, only))
@@ -143,22 +140,10 @@ int main(int argc, char **argv)
                             ok = fabs((double)g - sum) <= 1e-5 * abs_sum + 1e-6;
                         }
                         failures += !ok;
-                        std::vector<double> t;
-                        for (int r = 0; r < 8; r++) {
-                            bench_spin<<<1, 1, 0, s>>>(200000ull);
-                            CK(cudaGetLastError());
-                            CK(cudaEventRecord(e0, s));
-                            for (int k = 0; k < 20; k++)
-                                CK(cudaLaunchKernel(c.fn, grid, GS_BACKEND_BLOCK, args, 0, s));
-                            CK(cudaEventRecord(e1, s));
-                            CK(cudaEventSynchronize(e1));
-                            float ms = 0;
-                            CK(cudaEventElapsedTime(&ms, e0, e1));
-                            if (r > 0)
-                                t.push_back(ms * 1000.0 / 20);
-                        }
+                        const double us =
+                            time_launches(c.fn, grid, GS_BACKEND_BLOCK, s, true, [&](int) { return (void **)args; });
                         printf("%s,%s,%llu,%d,%u,%s,%llu,%.3f,%s\n", TUNE_VARIANT, c.name, (unsigned long long)n, lg,
-                               grid, what == 0 ? "workspace" : "output", (unsigned long long)i * stride, median(t),
+                               grid, what == 0 ? "workspace" : "output", (unsigned long long)i * stride, us,
                                ok ? "ok" : "FAIL");
                     }
                     fflush(stdout);

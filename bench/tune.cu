@@ -24,7 +24,7 @@
 #include TUNE_KERNELS
 
 #include "bench_common.cuh"
-#include "spin.cuh"
+#include "launch_timer.cuh"
 #include "grid_policy.h"
 
 #include <cuda_fp16.h>
@@ -209,9 +209,6 @@ int main(int argc, char **argv)
         void *out = region + GS_WORKSPACE_BYTES;
         cudaStream_t s;
         CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-        cudaEvent_t e0, e1;
-        CK(cudaEventCreate(&e0));
-        CK(cudaEventCreate(&e1));
         std::mt19937_64 rng(12345);
         std::vector<unsigned char> h;
         int failures = 0;
@@ -252,7 +249,6 @@ int main(int argc, char **argv)
                     CK(cudaStreamSynchronize(s));
                     const bool ok = check(c, ref, got);
                     failures += !ok;
-                    std::vector<double> t;
                     /* every place's arguments */
                     std::vector<unsigned char *> pws(places), pout(places);
                     std::vector<std::array<void *, 4> > pargs(places);
@@ -261,23 +257,10 @@ int main(int argc, char **argv)
                         pout[p] = pws[p] + GS_WORKSPACE_BYTES;
                         pargs[p] = {{&in, &nn, &pout[p], &pws[p]}};
                     }
-                    for (int r = 0; r < 8; r++) {
-                        if (queued) {
-                            bench_spin<<<1, 1, 0, s>>>(200000ull);
-                            CK(cudaGetLastError());
-                        }
-                        CK(cudaEventRecord(e0, s));
-                        for (int k = 0; k < 20; k++)
-                            CK(cudaLaunchKernel(c.fn, g, GS_BACKEND_BLOCK, pargs[(r * 20 + k) % places].data(), 0, s));
-                        CK(cudaEventRecord(e1, s));
-                        CK(cudaEventSynchronize(e1));
-                        float ms = 0;
-                        CK(cudaEventElapsedTime(&ms, e0, e1));
-                        if (r > 0) /* the first run warms up */
-                            t.push_back(ms * 1000.0 / 20);
-                    }
+                    const double us = time_launches(c.fn, g, GS_BACKEND_BLOCK, s, queued,
+                                                    [&](int k) { return pargs[k % places].data(); });
                     printf("%s,%s,%llu,%d,%u,%.3f,%d,%.3f,%s\n", TUNE_VARIANT, c.name, (unsigned long long)n, lg, g,
-                           (double)g / sms, g == def, median(t), ok ? "ok" : "FAIL");
+                           (double)g / sms, g == def, us, ok ? "ok" : "FAIL");
                 }
                 fflush(stdout);
             }
