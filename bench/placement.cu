@@ -50,8 +50,11 @@ int main(int argc, char **argv)
             only = argv[++k];
         else if (!strcmp(argv[k], "--log2") && k + 1 < argc) {
             sizes.clear();
-            for (char *p = strtok(argv[++k], ","); p; p = strtok(NULL, ","))
-                sizes.push_back(atoi(p));
+            for (char *p = strtok(argv[++k], ","); p; p = strtok(NULL, ",")) {
+                char *end = NULL;
+                const long v = strtol(p, &end, 10);
+                sizes.push_back(end != p && !*end && v >= 0 && v <= 28 ? (int)v : -1);
+            }
         } else if (!strcmp(argv[k], "--count") && k + 1 < argc)
             count = atoi(argv[++k]);
         else if (!strcmp(argv[k], "--stride") && k + 1 < argc)
@@ -64,6 +67,15 @@ int main(int argc, char **argv)
     if (count < 1 || stride < GS_WORKSPACE_BYTES || stride % 256) {
         fprintf(stderr, "gridsync-placement: --count >= 1, --stride a multiple of 256 of at least %d\n",
                 GS_WORKSPACE_BYTES);
+        return 2;
+    }
+    for (int lg : sizes)
+        if (lg < 0 || lg > 28) {
+            fprintf(stderr, "gridsync-placement: --log2 values from 0 to 28\n");
+            return 2;
+        }
+    if (sizes.empty()) {
+        fprintf(stderr, "gridsync-placement: --log2 needs at least one value\n");
         return 2;
     }
     device_count_or_exit77("gridsync-placement: ", "");

@@ -19,6 +19,10 @@ shift
 mkdir -p "$out"
 variants=("$@")
 prog=${TUNE_PROGRAM:-tune}
+case $prog in
+tune | placement) ;;
+*) echo "tune.sh: TUNE_PROGRAM is tune or placement, not '$prog'" >&2; exit 2 ;;
+esac
 [ ${#variants[@]} -gt 0 ] || variants=(cuda_sm20-256-4 cuda_sm11_compat-256-4)
 arch=${TUNE_ARCH:-$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d .)}
 [ -n "$arch" ] || { echo "tune.sh: no GPU" >&2; exit 77; }
