@@ -19,24 +19,15 @@
 #include "bench_common.cuh"
 #include "launch_timer.cuh"
 #include "grid_policy.h"
-
-#include <random>
+#include "tune_cases.cuh"
 
 #ifndef TUNE_VARIANT
 #  define TUNE_VARIANT "unnamed"
 #endif
 
-struct Case {
-    const char *name;
-    const void *fn;
-    bool argmax; /* else SUM */
-};
-
-#define PLACEMENT_CASE(dt, op, o, a) {"gs_reduce_" #dt "_" #op "_" #o, (const void *)&gs_reduce_##dt##_##op##_##o, a}
-
 static const Case kCases[] = {
-    PLACEMENT_CASE(f32, sum, f32, false),
-    PLACEMENT_CASE(f32, argmax, i64, true),
+    TUNE_CASE(f32, sum, f32, 4, 0, 0, 0, REF_SUM),
+    TUNE_CASE(f32, argmax, i64, 4, 0, 0, 0, REF_ARGMAX),
 };
 
 int main(int argc, char **argv)
@@ -89,43 +80,29 @@ int main(int argc, char **argv)
         for (int lg : sizes)
             max_lg = lg > max_lg ? lg : max_lg;
         const uint64_t max_n = 1ull << max_lg;
-        float *in = NULL;
+        void *in = NULL;
         unsigned char *region = NULL;
-        CK(cudaMalloc((void **)&in, max_n * 4));
+        CK(cudaMalloc(&in, max_n * 8));
         CK(cudaMalloc((void **)&region, (size_t)count * stride));
         CK(cudaMemset(region, 0, (size_t)count * stride));
         unsigned char *fixed_ws = NULL, *fixed_out = NULL;
         CK(cudaMalloc((void **)&fixed_ws, GS_WORKSPACE_BYTES));
         CK(cudaMemset(fixed_ws, 0, GS_WORKSPACE_BYTES));
         CK(cudaMalloc((void **)&fixed_out, 256));
-        std::vector<float> h(max_n);
         std::mt19937_64 rng(12345);
-        std::uniform_real_distribution<float> u(-1000.0f, 1000.0f);
-        for (float &x : h)
-            x = u(rng);
-        CK(cudaMemcpy(in, h.data(), max_n * 4, cudaMemcpyHostToDevice));
+        std::vector<unsigned char> h;
         cudaStream_t s;
         CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
         int failures = 0;
         for (const Case &c : kCases) {
             if (only && !strstr(c.name, only))
                 continue;
-            int per_sm = 0;
-            CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, c.fn, GS_BACKEND_BLOCK, 0));
+            const Loaded l = load_case(c, in, max_n, 0, max_lg, h, rng);
+            const int per_sm = l.per_sm;
+            const std::vector<Ref> &refs = l.refs;
             for (int lg : sizes) {
                 const uint64_t n = 1ull << lg;
-                const unsigned int grid =
-                    gs_grid_for(n, 4, l2_bytes, gs_grid_cap(sms, per_sm, GS_GRID_THREADS_PER_SM),
-                                gs_grid_cap(sms, per_sm, GS_GRID_THREADS_PER_SM_DRAM));
-                /* host references: the first maximum's index, the double sum */
-                uint64_t best = 0;
-                double sum = 0, abs_sum = 0;
-                for (uint64_t k = 0; k < n; k++) {
-                    if (h[k] > h[best])
-                        best = k;
-                    sum += h[k];
-                    abs_sum += fabs(h[k]);
-                }
+                const unsigned int grid = policy_grid(c, n, sms, per_sm, l2_bytes);
                 for (int what = 0; what < 2; what++) {
                     /* counters at 0 again (the output sweep wrote into the region) */
                     CK(cudaMemset(region, 0, (size_t)count * stride));
@@ -136,21 +113,12 @@ int main(int argc, char **argv)
                         unsigned char *out = what == 0 ? fixed_out : region + (size_t)i * stride;
                         uint64_t nn = n;
                         void *args[] = {&in, &nn, &out, &ws};
-                        unsigned char got[8] = {0};
-                        CK(cudaMemsetAsync(out, 0xff, 8, s));
+                        unsigned char got[16] = {0};
+                        CK(cudaMemsetAsync(out, 0xff, 16, s));
                         CK(cudaLaunchKernel(c.fn, grid, GS_BACKEND_BLOCK, args, 0, s));
-                        CK(cudaMemcpyAsync(got, out, 8, cudaMemcpyDeviceToHost, s));
+                        CK(cudaMemcpyAsync(got, out, 16, cudaMemcpyDeviceToHost, s));
                         CK(cudaStreamSynchronize(s));
-                        bool ok;
-                        if (c.argmax) {
-                            int64_t g;
-                            memcpy(&g, got, 8);
-                            ok = g == (int64_t)best;
-                        } else {
-                            float g;
-                            memcpy(&g, got, 4);
-                            ok = fabs((double)g - sum) <= 1e-5 * abs_sum + 1e-6;
-                        }
+                        const bool ok = check(c, refs[lg], got);
                         failures += !ok;
                         const double us =
                             time_launches(c.fn, grid, GS_BACKEND_BLOCK, s, true, [&](int) { return (void **)args; });

@@ -26,32 +26,13 @@
 #include "bench_common.cuh"
 #include "launch_timer.cuh"
 #include "grid_policy.h"
-
-#include <cuda_fp16.h>
+#include "tune_cases.cuh"
 
 #include <array>
-#include <random>
 
 #ifndef TUNE_VARIANT
 #  define TUNE_VARIANT "unnamed"
 #endif
-
-typedef const void *KernelFn;
-
-enum RefKind { REF_SUM, REF_MAX, REF_ARGMAX };
-
-struct Case {
-    const char *name;
-    KernelFn fn;
-    int elem;       /* bytes per element */
-    int is_int;     /* int32 */
-    int is_half;    /* float16 */
-    int is_double;  /* float64 */
-    RefKind ref;
-};
-
-#define TUNE_CASE(dt, op, o, elem, i, h, d, ref) \
-    {"gs_reduce_" #dt "_" #op "_" #o, (KernelFn)&gs_reduce_##dt##_##op##_##o, elem, i, h, d, ref}
 
 static const Case kCases[] = {
     TUNE_CASE(f32, sum, f32, 4, 0, 0, 0, REF_SUM),
@@ -65,96 +46,6 @@ static const Case kCases[] = {
     TUNE_CASE(f16, max, f16, 2, 0, 1, 0, REF_MAX),
     TUNE_CASE(f16, argmax, i64, 2, 0, 1, 0, REF_ARGMAX),
 };
-
-/* Element k of the host copy as a double (exact for every type here). */
-static double host_value(const Case &c, const std::vector<unsigned char> &h, uint64_t k)
-{
-    if (c.is_int) {
-        int32_t v;
-        memcpy(&v, &h[k * 4], 4);
-        return v;
-    }
-    if (c.is_half) {
-        __half v;
-        memcpy(&v, &h[k * 2], 2);
-        return __half2float(v);
-    }
-    if (c.is_double) {
-        double v;
-        memcpy(&v, &h[k * 8], 8);
-        return v;
-    }
-    float v;
-    memcpy(&v, &h[k * 4], 4);
-    return v;
-}
-
-/* The host reference of an input: the first maximum's index and value, the int32 sum
- * (wrapping, in uint32) and the double sum with the sum of magnitudes. */
-struct Ref {
-    uint64_t best;
-    double best_value, sum, abs_sum;
-    uint32_t isum;
-};
-
-/* The references of the prefixes of 2^lo .. 2^hi elements, in one pass. */
-static std::vector<Ref> references(const Case &c, const std::vector<unsigned char> &h, int lo, int hi)
-{
-    std::vector<Ref> out;
-    Ref r = {0, host_value(c, h, 0), 0, 0, 0};
-    for (uint64_t k = 0; k < (1ull << hi); k++) {
-        const double v = host_value(c, h, k);
-        if (v > r.best_value) {
-            r.best_value = v;
-            r.best = k;
-        }
-        r.sum += v;
-        r.abs_sum += fabs(v);
-        r.isum += (uint32_t)(int32_t)v;
-        if (k + 1 >= (1ull << lo) && ((k + 1) & k) == 0)
-            out.push_back(r);
-    }
-    return out;
-}
-
-/* Whether the kernel's output matches the reference. SUM: int32 wraps exactly, floats
- * within a relative 1e-5 of the sum of magnitudes. */
-static bool check(const Case &c, const Ref &r, const unsigned char *got)
-{
-    if (c.ref == REF_ARGMAX) {
-        int64_t g;
-        memcpy(&g, got, 8);
-        return g == (int64_t)r.best;
-    }
-    if (c.is_int) {
-        uint32_t g;
-        memcpy(&g, got, 4);
-        return c.ref == REF_MAX ? (int32_t)g == (int32_t)r.best_value : g == r.isum;
-    }
-    const double g = host_value(c, std::vector<unsigned char>(got, got + c.elem), 0);
-    return c.ref == REF_MAX ? g == r.best_value : fabs(g - r.sum) <= 1e-5 * r.abs_sum + 1e-6;
-}
-
-static void fill(const Case &c, std::vector<unsigned char> &h, uint64_t n, std::mt19937_64 &rng)
-{
-    h.resize(n * c.elem);
-    std::uniform_real_distribution<double> u(-1000.0, 1000.0);
-    for (uint64_t k = 0; k < n; k++) {
-        double v = u(rng);
-        if (c.is_int) {
-            int32_t x = (int32_t)(rng() >> 40) - (1 << 23);
-            memcpy(&h[k * 4], &x, 4);
-        } else if (c.is_half) {
-            __half x = __float2half((float)v);
-            memcpy(&h[k * 2], &x, 2);
-        } else if (c.is_double) {
-            memcpy(&h[k * 8], &v, 8);
-        } else {
-            float x = (float)v;
-            memcpy(&h[k * 4], &x, 4);
-        }
-    }
-}
 
 int main(int argc, char **argv)
 {
@@ -199,14 +90,21 @@ int main(int argc, char **argv)
 
         const uint64_t max_n = 1ull << hi;
         void *in = NULL;
-        /* `places` workspaces, each followed by its output */
+        /* `places` workspaces, each followed by its output, and each place's kernel
+         * arguments (n set per launch); the checked launch takes place 0 */
         const size_t kPlace = GS_WORKSPACE_BYTES + 256;
         unsigned char *region = NULL;
         CK(cudaMalloc(&in, max_n * 8));
         CK(cudaMalloc((void **)&region, kPlace * places));
         CK(cudaMemset(region, 0, kPlace * places));
-        unsigned char *ws = region;
-        void *out = region + GS_WORKSPACE_BYTES;
+        uint64_t nn = 0;
+        std::vector<unsigned char *> pws(places), pout(places);
+        std::vector<std::array<void *, 4> > pargs(places);
+        for (int p = 0; p < places; p++) {
+            pws[p] = region + kPlace * p;
+            pout[p] = pws[p] + GS_WORKSPACE_BYTES;
+            pargs[p] = {{&in, &nn, &pout[p], &pws[p]}};
+        }
         cudaStream_t s;
         CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
         std::mt19937_64 rng(12345);
@@ -216,18 +114,13 @@ int main(int argc, char **argv)
         for (const Case &c : kCases) {
             if (only && !strstr(c.name, only))
                 continue;
-            int per_sm = 0;
-            CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, c.fn, GS_BACKEND_BLOCK, 0));
-            /* One random input of the largest size per kernel; each n is its prefix. */
-            fill(c, h, max_n, rng);
-            CK(cudaMemcpy(in, h.data(), max_n * c.elem, cudaMemcpyHostToDevice));
-            const std::vector<Ref> refs = references(c, h, lo, hi);
+            const Loaded l = load_case(c, in, max_n, lo, hi, h, rng);
+            const int per_sm = l.per_sm;
+            const std::vector<Ref> &refs = l.refs;
             for (int lg = lo; lg <= hi; lg++) {
                 const uint64_t n = 1ull << lg;
                 const Ref &ref = refs[lg - lo];
-                const unsigned int def =
-                    gs_grid_for(n, (uint64_t)c.elem, l2_bytes, gs_grid_cap(sms, per_sm, GS_GRID_THREADS_PER_SM),
-                                gs_grid_cap(sms, per_sm, GS_GRID_THREADS_PER_SM_DRAM));
+                const unsigned int def = policy_grid(c, n, sms, per_sm, l2_bytes);
                 /* Candidates: the default, a quarter and a half of the SMs, then every whole
                  * number of blocks per SM up to what is resident, and no more blocks than
                  * give every thread one 16-byte vector. */
@@ -241,22 +134,13 @@ int main(int argc, char **argv)
                     if (g == 0 || g > GS_MAX_BLOCKS || (g != def && (default_only || g > one_vec)))
                         continue;
                     unsigned char got[16] = {0};
-                    CK(cudaMemsetAsync(out, 0xff, 16, s));
-                    uint64_t nn = n;
-                    void *args[] = {&in, &nn, &out, &ws};
-                    CK(cudaLaunchKernel(c.fn, g, GS_BACKEND_BLOCK, args, 0, s));
-                    CK(cudaMemcpyAsync(got, out, 16, cudaMemcpyDeviceToHost, s));
+                    nn = n;
+                    CK(cudaMemsetAsync(pout[0], 0xff, 16, s));
+                    CK(cudaLaunchKernel(c.fn, g, GS_BACKEND_BLOCK, pargs[0].data(), 0, s));
+                    CK(cudaMemcpyAsync(got, pout[0], 16, cudaMemcpyDeviceToHost, s));
                     CK(cudaStreamSynchronize(s));
                     const bool ok = check(c, ref, got);
                     failures += !ok;
-                    /* every place's arguments */
-                    std::vector<unsigned char *> pws(places), pout(places);
-                    std::vector<std::array<void *, 4> > pargs(places);
-                    for (int p = 0; p < places; p++) {
-                        pws[p] = region + kPlace * p;
-                        pout[p] = pws[p] + GS_WORKSPACE_BYTES;
-                        pargs[p] = {{&in, &nn, &pout[p], &pws[p]}};
-                    }
                     const double us = time_launches(c.fn, g, GS_BACKEND_BLOCK, s, queued,
                                                     [&](int k) { return pargs[k % places].data(); });
                     printf("%s,%s,%llu,%d,%u,%.3f,%d,%.3f,%s\n", TUNE_VARIANT, c.name, (unsigned long long)n, lg, g,
