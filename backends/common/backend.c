@@ -235,20 +235,30 @@ static gs_status be_reduce(gs_backend_instance *inst, const gs_backend_reduce_ar
     return GS_SUCCESS;
 }
 
-/* The segmented reduction's chunking (backends/common/segmented.cuh): chunks of at least
- * four 16-byte vectors per thread of a block, as many as the workspace has slots for at
- * most, whole vectors each (so a chunk that starts on a 16-byte boundary keeps the next
- * one on one too); one block per two chunks at most, the queue balances the rest. */
-static void seg_plan(const gs_backend_instance *inst, int k, gs_dtype dtype, gs_op op, uint64_t n,
+/* The segmented reduction's split (backends/common/segmented.cuh): chunks of the n + S
+ * merged elements and segments, at least four 16-byte vectors per thread of a block, as
+ * many as the workspace has slots for at most; one block per two chunks at most, the
+ * queue balances the rest. n + S cannot overflow: the core checks that in[0, n) lies in
+ * one allocation and that S < 2^56. */
+static void seg_plan(const gs_backend_instance *inst, int k, gs_dtype dtype, gs_op op, uint64_t n, uint64_t S,
                      uint64_t *chunk, uint32_t *nchunks, unsigned int *grid)
 {
-    const uint64_t per_vec = 16 / gs_dtype_size(dtype);
+    const uint64_t total = n + S;
     const uint64_t max_chunks = GS_SEG_MAX_CHUNKS(op == GS_OP_ARGMIN || op == GS_OP_ARGMAX);
-    uint64_t c = (uint64_t)GS_BACKEND_BLOCK * 4 * per_vec;
-    const uint64_t need = (n + max_chunks - 1) / max_chunks;
+    const uint64_t base = (uint64_t)GS_BACKEND_BLOCK * 4 * (16 / gs_dtype_size(dtype));
+    uint64_t c = base;
+    /* About `base` elements per chunk (each chunk pays one search, so many segments should
+     * not multiply the chunks), but small enough for two chunks per block of the grid
+     * (a million empty segments over a short input still spread over every block). */
+    if (n && S) {
+        const uint64_t scaled = base + (uint64_t)((unsigned __int128)base * S / n);
+        const uint64_t cap = total / (2u * inst->seg_max_blocks[k] + 1);
+        c = scaled < cap ? scaled : (cap > base ? cap : base);
+    }
+    const uint64_t need = (total + max_chunks - 1) / max_chunks;
     if (need > c)
-        c = (need + per_vec - 1) / per_vec * per_vec;
-    const uint64_t nc = n ? (n + c - 1) / c : 1;
+        c = need;
+    const uint64_t nc = (total + c - 1) / c;
     *chunk = c;
     *nchunks = (uint32_t)nc;
     const uint64_t want = (nc + 1) / 2;
@@ -271,7 +281,7 @@ static gs_status be_segmented_reduce(gs_backend_instance *inst, const gs_backend
     uint64_t chunk;
     uint32_t nchunks;
     unsigned int grid;
-    seg_plan(inst, k, a->dtype, a->op, a->n, &chunk, &nchunks, &grid);
+    seg_plan(inst, k, a->dtype, a->op, a->n, a->num_segments, &chunk, &nchunks, &grid);
     CUdeviceptr in = a->in, offsets = a->offsets, out = a->out, ws = a->workspace;
     uint64_t n = a->n, nseg = a->num_segments;
     void *params[] = {&in, &n, &offsets, &nseg, &out, &ws, &chunk, &nchunks};

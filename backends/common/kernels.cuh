@@ -68,8 +68,15 @@ template <typename Op> struct GsMinBlocks {
 
 GS_KERNELS(GS_DEFINE_KERNEL)
 
+/* The segmented kernels' minimum of resident blocks: the policy's kSegMinBlocks, at most
+ * what the multiprocessor holds. */
+struct GsSegMinBlocks {
+    static const int kFit = GS_ARCH_SM_THREADS / GS_POLICY::kBlock;
+    static const int value = GS_POLICY::kSegMinBlocks < kFit ? GS_POLICY::kSegMinBlocks : kFit;
+};
+
 #define GS_DEFINE_SEG_KERNEL(dt, op, o)                                                                \
-    extern "C" __global__ void __launch_bounds__(GS_POLICY::kBlock)                                    \
+    extern "C" __global__ void __launch_bounds__(GS_POLICY::kBlock, GsSegMinBlocks::value)             \
         gs_segreduce_##dt##_##op##_##o(const GS_TYPE_##dt *__restrict__ in, uint64_t n,                \
                                        const int64_t *__restrict__ offsets, uint64_t num_segments,     \
                                        GS_TYPE_##o *__restrict__ out, unsigned char *workspace,        \

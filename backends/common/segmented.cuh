@@ -1,31 +1,41 @@
 /*
  * The segmented reduction in one launch, written once for both backends (the Policy is
  * reduce.cuh's, with kGroup, kGroupAlone, group_reduce, block_any2 and block_count).
+ * docs/design.md, "The segmented reduction", has the protocol with its reasons.
  *
- * Work is split by position, not by segment: the input [0, n) is cut into `nchunks`
- * chunks of `chunk` elements, which the blocks take from a global work queue
- * (gridsync_device.cuh), so one giant segment and a million tiny ones keep every block
- * busy until the end. Chunk k:
- *   - owns the segments that begin inside it (the last chunk also those beginning at n,
- *     which can only be empty); a segment that also ends inside it is finished here and
- *     written out directly: by one thread when it is short, by a group of 32 threads
- *     when longer (a warp with shuffles, or 32 threads combining through shared memory
- *     where there are none), by the block when long;
- *   - holds a piece of at most two segments that cross its edges: the one coming in
- *     from an earlier chunk (piece stored in slot A[k]) and the owned one going out to a
- *     later chunk (slot B[k]). A segment spanning chunks c0 < c1 thus has pieces
- *     B[c0], A[c0+1], ..., A[c1]; each piece's block takes a ticket on the segment's
- *     counter (counter[c0]), and the block that takes the last one combines the pieces
- *     in chunk order (DESIGN.md's protocol: release fence before the ticket, acquire
- *     fence and volatile loads after) and writes the segment's result.
- * The chunking depends only on n and the op, and every piece is reduced in a fixed
- * order, so results are run-to-run deterministic, floats included.
+ * Work is split along the merge path of positions and segments: merge the n positions of
+ * the input with the S segment beginnings (segment j's "marker" comes just before its
+ * first element, at merged index offsets[j] + j; the element at p of segment j sits at
+ * p + j + 1), and cut the n + S merged items into `nchunks` chunks of `chunk` items,
+ * which the blocks take from a global work queue (gridsync_device.cuh). A chunk thus
+ * holds at most `chunk` elements and segments together, so one giant segment, a million
+ * tiny ones or a million empty ones at one place keep every block busy to the end.
+ * Chunk k covers merged [d0, d1): it owns the segments [lo, hi) whose markers lie in it
+ * and the positions [cb, ce) = [d0 - lo, d1 - hi). An owned segment that also ends in it
+ * is finished here and written out directly: by one thread when it is short, by a group
+ * of 32 threads when longer (a warp with shuffles, or 32 threads combining through shared
+ * memory where there are none), by the block when long. The chunk also holds a piece of
+ * at most two segments that cross its edges: the one coming in from an earlier chunk
+ * (piece stored in slot A[k]) and the owned one going out to a later chunk (slot B[k],
+ * possibly an empty piece when its marker ends the chunk). A segment spanning chunks c0 <
+ * c1 thus has pieces B[c0], A[c0+1], ..., A[c1]; each piece's block takes a ticket on the
+ * segment's counter (counter[c0]), and the block that takes the last one combines the
+ * pieces in chunk order (release fence before the ticket, acquire fence and volatile
+ * loads after) and writes the segment's result. The split depends only on n, S, the op
+ * and the offsets, and every piece is reduced in a fixed order, so results are
+ * run-to-run deterministic, floats included.
  *
- * Offsets are read clamped to [0, n], and a segment whose end is below its begin is
- * empty, so bad offsets never make the kernel read or write outside in[0, n), out[0,
- * num_segments) and its workspace; their results are unspecified. The last block to
- * finish returns the queue and every counter it used to zero, so the next launch on the
- * workspace needs no memset whatever the offsets were.
+ * Bad offsets (docs/semantics.md section 11) cost no more than good ones. Offsets are read
+ * clamped to [0, n]; a segment whose end is below its begin is empty. The split's search
+ * is monotone in its target whatever the offsets hold, so the chunks' owned ranges still
+ * partition [0, S) and their positions are at most `chunk` each. A chunk gives up on its
+ * remaining owned segments (leaving their outputs unwritten) at the first round that
+ * holds a decreasing pair of offsets or a marker past its end: up to there the owned
+ * segments are sorted, so they are at most `chunk` and read disjoint positions inside the
+ * chunk; the crossing pieces are clipped to [cb, ce). Each chunk therefore reads at most
+ * about 2 x chunk elements and 2 x (chunk + kBlock) offsets beyond its search. The last
+ * block to finish returns the queue and every counter it used to zero, so the next launch
+ * on the workspace needs no memset whatever the offsets were.
  *
  * Workspace (GS_WORKSPACE_BYTES): the gs_reduce ticket at 0 (untouched here), the queue at
  * GS_SEG_QUEUE_OFFSET, slots A and B from GS_PARTIALS_OFFSET (scratch: gs_reduce's
@@ -39,7 +49,7 @@
 namespace gs {
 
 /* Bytes of one slot: every accumulator but ARGMIN/ARGMAX's fits in 8. The host sizes the
- * chunk count with the same rule (gs_seg_slot_bytes in kernel_list.h). */
+ * chunk count with the same rule (GS_SEG_SLOT_BYTES in kernel_list.h). */
 template <typename Acc> struct SegSlot {
     static const int kBytes = sizeof(Acc) <= 8 ? 8 : 16;
     static_assert(sizeof(Acc) <= 16, "segment slot too small");
@@ -52,33 +62,36 @@ __device__ __forceinline__ uint64_t seg_offset(const int64_t *offsets, uint64_t 
     return v < 0 ? 0 : ((uint64_t)v > n ? n : (uint64_t)v);
 }
 
-/* The chunk that holds position p in [0, n] (n itself: the last chunk). */
-__device__ __forceinline__ uint32_t seg_chunk_of(uint64_t p, uint64_t chunk, uint32_t nchunks)
+/* The chunk that holds merged index m (clamped: bad offsets can point past the end). */
+__device__ __forceinline__ uint32_t seg_chunk_of(uint64_t m, uint64_t chunk, uint32_t nchunks)
 {
-    const uint64_t c = p / chunk;
+    const uint64_t c = m / chunk;
     return c < nchunks ? (uint32_t)c : nchunks - 1;
 }
 
-/* For both targets, the first j in [0, S] with offset(j) >= target (S + 1 when there is
- * none), searched by the whole block at once: each round samples kBlock evenly spaced
- * offsets and counts those below the target, which for sorted offsets is the position of
- * the answer among the samples: log_kBlock(S) rounds of one load each instead of log_2(S)
- * dependent loads. Every thread computes the same ranges from the same counts, so there
- * is no shared state to race on, even when the offsets are not sorted (then the answer is
- * some index in [0, S + 1], and the loop still ends: each round shrinks the range). Call
- * uniformly. */
+/* For both targets, the number of segment markers before merged index target: the first
+ * j in [0, S) with offset(j) + j >= target (S when there is none), searched by the whole
+ * block at once: each round samples kBlock evenly spaced j and counts those below the
+ * target, which for sorted offsets is the position of the answer among the samples:
+ * log_kBlock(S) rounds of one load each instead of log_2(S) dependent loads. Every
+ * thread computes the same ranges from the same counts, so there is no shared state to
+ * race on. Whatever the offsets hold, the loop ends (each round shrinks the range), the
+ * answer s satisfies target - n <= s <= target, offset(s) + s >= target was seen unless
+ * s == S and offset(s-1) + s-1 < target unless s == 0, and a larger target never gives a
+ * smaller answer (its count is never smaller): the chunks' ranges stay a partition.
+ * Call uniformly. */
 template <typename Policy>
-__device__ __forceinline__ void seg_lower_bound2(const int64_t *offsets, uint64_t S, uint64_t n, uint64_t target0,
-                                                 uint64_t target1, uint64_t *res0, uint64_t *res1)
+__device__ __forceinline__ void seg_split2(const int64_t *offsets, uint64_t S, uint64_t n, uint64_t target0,
+                                           uint64_t target1, uint64_t *res0, uint64_t *res1)
 {
     const uint64_t target[2] = {target0, target1};
-    uint64_t lo[2] = {0, 0}, hi[2] = {S + 1, S + 1}; /* the answer is in [lo, hi] */
+    uint64_t lo[2] = {0, 0}, hi[2] = {S, S}; /* the answer is in [lo, hi] */
     while (lo[0] < hi[0] || lo[1] < hi[1]) {
 #pragma unroll
         for (int q = 0; q < 2; q++) {
             const uint64_t step = lo[q] < hi[q] ? (hi[q] - lo[q] + Policy::kBlock - 1) / Policy::kBlock : 1;
             const uint64_t p = lo[q] + (uint64_t)threadIdx.x * step;
-            const bool below = lo[q] < hi[q] && p < hi[q] && seg_offset(offsets, p, n) < target[q];
+            const bool below = lo[q] < hi[q] && p < hi[q] && seg_offset(offsets, p, n) + p < target[q];
             const uint64_t m = Policy::block_count(below);
             if (lo[q] < hi[q]) {
                 const uint64_t samples = (hi[q] - lo[q] + step - 1) / step;
@@ -88,8 +101,24 @@ __device__ __forceinline__ void seg_lower_bound2(const int64_t *offsets, uint64_
             }
         }
     }
+    /* Sorted offsets give an answer in [target - n, target] already; the clamp keeps the
+     * chunk's positions inside [0, n] for any others (and keeps the answer monotone). */
+    for (int q = 0; q < 2; q++) {
+        const uint64_t least = target[q] > n ? target[q] - n : 0;
+        lo[q] = lo[q] < least ? least : (lo[q] > target[q] ? target[q] : lo[q]);
+    }
     *res0 = lo[0];
     *res1 = lo[1];
+}
+
+/* Owned segment j (lo <= j < hi), which the clamped offsets b and e bound, as this chunk
+ * reads it: [b, *re), its end clipped to ce (sorted offsets end there anyway) and never
+ * below its begin. Returns whether it is the segment going out to a later chunk, whose
+ * piece round -1 reads instead. */
+__device__ __forceinline__ bool seg_owned(uint64_t b, uint64_t e, uint64_t j, uint64_t hi, uint64_t ce, uint64_t *re)
+{
+    *re = e < ce ? (e > b ? e : b) : (ce > b ? ce : b);
+    return j == hi - 1 && e > ce && b <= ce;
 }
 
 /* One piece of a segment that spans chunks c0 < c1: thread 0 publishes it in `slot`, the
@@ -149,23 +178,39 @@ __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restri
     Acc *slots_b = (Acc *)(workspace + GS_PARTIALS_OFFSET + (uint64_t)kSlot * nchunks);
     unsigned int *counters = (unsigned int *)(workspace + GS_SEG_COUNTERS_OFFSET);
     __shared__ typename Policy::template Scratch<Acc> scratch;
+    /* Every decision the block takes together comes from these shared copies of the
+     * offsets (or from a barrier's count), never from each thread's own load: offsets that
+     * change under a running kernel (a caller's race) then cost wrong results, never
+     * threads that disagree on a barrier. edge: offsets lo - 1, lo, hi - 1, hi, written
+     * once per chunk; round: offsets base .. rend, written before each round's vote and
+     * read after it. give_up: set by any thread that finds the owned offsets out of
+     * order, read after the vote. */
+    __shared__ uint64_t edge[4];
+    __shared__ uint64_t round_off[Policy::kBlock + 1];
+    __shared__ int give_up;
 
     const unsigned int t = threadIdx.x;
     const unsigned int group = t / Policy::kGroup, lane = t % Policy::kGroup;
+    const uint64_t total = n + S;
 
     for (long long item; (item = gs_queue_fetch(queue, nchunks)) >= 0;) {
         const uint32_t k = (uint32_t)item;
-        const bool last_chunk = k == nchunks - 1;
-        const uint64_t cb = (uint64_t)k * chunk;
-        const uint64_t ce = last_chunk ? n : cb + chunk;
+        const uint64_t d0 = (uint64_t)k * chunk;
+        const uint64_t d1 = k == nchunks - 1 ? total : d0 + chunk;
 
-        /* lo: the first segment beginning at or after cb; hi: after the last one owned. */
+        /* lo, hi: the owned segments (their markers lie in [d0, d1)); cb, ce: the positions. */
         uint64_t lo, hi;
-        seg_lower_bound2<Policy>(offsets, S, n, cb, ce, &lo, &hi);
-        if (last_chunk || hi > S)
-            hi = S;
-        if (lo > S)
-            lo = S;
+        seg_split2<Policy>(offsets, S, n, d0, d1, &lo, &hi);
+        const uint64_t cb = d0 - lo;
+        const uint64_t ce = d1 - hi > cb ? d1 - hi : cb; /* only bad offsets make it smaller */
+        if (t < 4) {
+            const uint64_t e = t < 2 ? lo - 1 + t : hi - 3 + t;
+            edge[t] = e <= S ? seg_offset(offsets, e, n) : 0; /* lo - 1 or hi - 1 may be -1 */
+        }
+        if (t == 0)
+            give_up = 0;
+        __syncthreads(); /* this chunk's threads see edge and give_up (the previous
+                          * chunk's readers passed the barriers since) */
 
         /* Round -1 holds the pieces of the segments crossing the chunk's edges; rounds 0,
          * 1, ... the owned segments, kBlock at a time: short ones by one thread each at
@@ -180,8 +225,15 @@ __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restri
             const uint64_t j = base + t;
             if (r >= 0 && j < rend) {
                 const uint64_t sb = seg_offset(offsets, j, n), se0 = seg_offset(offsets, j + 1, n);
-                const uint64_t se = se0 > sb ? se0 : sb;
-                if (se > ce && sb < ce && j == hi - 1) {
+                round_off[t] = sb;
+                if (j + 1 == rend)
+                    round_off[t + 1] = se0;
+                uint64_t se;
+                const bool outgoing = seg_owned(sb, se0, j, hi, ce, &se);
+                /* Sorted offsets never decrease and keep every owned marker in [d0, d1). */
+                if (se0 < sb || sb + j >= d1 || (j == lo && sb + j < d0))
+                    give_up = 1;
+                if (outgoing) {
                     /* the owned segment going out to a later chunk: round -1 did it */
                 } else if (se - sb <= kShort) {
                     /* at most 64 bytes: element by element, in index order */
@@ -196,7 +248,14 @@ __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restri
                     medium = true;
                 }
             }
-            const unsigned int any = r >= 0 ? Policy::block_any2(medium, longer) : 2u;
+            unsigned int any = r >= 0 ? Policy::block_any2(medium, longer) : 2u;
+            /* Past out-of-order offsets the owned segments are no longer known to be
+             * disjoint: their results are unspecified, and reading them could cost up to
+             * chunk elements each, so the chunk stops here (the short ones above read 64
+             * bytes at most). */
+            const bool stop = r >= 0 && give_up;
+            if (stop)
+                any = 0;
             if (any & 1u) {
                 /* group g takes segments base + g, base + g + kGroups, ...; every group
                  * runs the same trip count and calls group_reduce each time (with the
@@ -209,10 +268,9 @@ __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restri
                     bool mine = false;
                     uint64_t sb = 0, se = 0;
                     if (jj < rend) {
-                        sb = seg_offset(offsets, jj, n);
-                        const uint64_t se0 = seg_offset(offsets, jj + 1, n);
-                        se = se0 > sb ? se0 : sb;
-                        mine = se - sb > kShort && se - sb < kLong && !(se > ce && jj == hi - 1);
+                        sb = round_off[jj - base];
+                        const bool outgoing = seg_owned(sb, round_off[jj - base + 1], jj, hi, ce, &se);
+                        mine = se - sb > kShort && se - sb < kLong && !outgoing;
                     }
                     if (Policy::kGroupAlone && !mine)
                         continue; /* the same for the whole group: jj is the group's */
@@ -228,41 +286,42 @@ __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restri
 #pragma unroll 1
                 for (uint64_t q = 0; q < ntasks; q++) {
                     /* The task: segment sj's piece [pb, pe); crossing ones also their
-                     * slot and the chunks c0 .. c1 the segment spans. */
-                    uint64_t sj, pb, pe, sb;
+                     * slot. Crossing pieces are clipped to [cb, ce), which changes nothing
+                     * for sorted offsets. */
+                    uint64_t sj, pb, pe, sb, se;
                     bool cross = false, outgoing = false;
                     if (r < 0 && q == 0) {
                         /* coming in from an earlier chunk: [cb, min(end, ce)) */
                         if (lo == 0)
                             continue;
                         sj = lo - 1;
-                        sb = seg_offset(offsets, sj, n);
-                        const uint64_t se = seg_offset(offsets, lo, n);
-                        if (!(sb < cb && se > cb))
+                        sb = edge[0];
+                        se = edge[1];
+                        if (!(sb <= cb && se > cb && ce > cb))
                             continue;
                         pb = cb;
                         pe = se < ce ? se : ce;
                         cross = true;
                     } else if (r < 0) {
-                        /* going out to a later chunk (only the last owned one can) */
+                        /* going out to a later chunk (only the last owned one can); its
+                         * piece is empty when its marker ends the chunk */
                         if (hi <= lo)
                             continue;
                         sj = hi - 1;
-                        sb = seg_offset(offsets, sj, n);
-                        const uint64_t se = seg_offset(offsets, hi, n);
-                        if (!(se > ce && sb < ce))
+                        sb = edge[2];
+                        se = edge[3];
+                        uint64_t unused;
+                        if (!seg_owned(sb, se, sj, hi, ce, &unused))
                             continue;
-                        pb = sb;
+                        pb = sb > cb ? sb : cb;
                         pe = ce;
                         cross = outgoing = true;
                     } else {
                         sj = base + q;
-                        sb = seg_offset(offsets, sj, n);
-                        const uint64_t se = seg_offset(offsets, sj + 1, n);
-                        if (se <= sb || se - sb < kLong || (se > ce && sj == hi - 1))
+                        sb = round_off[q];
+                        if (seg_owned(sb, round_off[q + 1], sj, hi, ce, &pe) || pe - sb < kLong)
                             continue;
                         pb = sb;
-                        pe = se;
                     }
                     __syncthreads(); /* the block's scratch is free */
                     Acc a = accumulate<Policy, Op>(in + pb, pe - pb, pb - sb, t, Policy::kBlock);
@@ -272,13 +331,15 @@ __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restri
                             out[sj] = Op::result(a);
                         continue;
                     }
-                    const uint64_t se = seg_offset(offsets, sj + 1, n);
+                    /* the segment's marker is at sb + sj, its last element at se + sj */
                     seg_publish_piece<Policy, Op>(a, outgoing ? &slots_b[k] : &slots_a[k], slots_a, slots_b,
-                                                  counters, seg_chunk_of(sb, chunk, nchunks),
-                                                  seg_chunk_of(se - 1, chunk, nchunks), &out[sj], scratch);
+                                                  counters, seg_chunk_of(sb + sj, chunk, nchunks),
+                                                  seg_chunk_of(se + sj, chunk, nchunks), &out[sj], scratch);
                 }
             }
             __syncthreads(); /* the scratch is reused next round */
+            if (stop)
+                break;
         }
         __syncthreads(); /* gs_queue_fetch's contract: a barrier between two fetches */
     }

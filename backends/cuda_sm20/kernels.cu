@@ -23,6 +23,7 @@ struct PolicySm20 {
     /* No minimum of resident blocks in the kernels' launch bounds: ptxas's own register
      * choice (cuda_sm11_compat explains why it sets one). */
     static const int kMinBlocks = 0;
+    static const int kSegMinBlocks = 0; /* the segmented kernels: none either (64 registers) */
 
     /* One slot per warp; written by lane 0 of each warp, read by warp 0 after the barrier. */
     template <typename Acc> struct Scratch {
