@@ -4,11 +4,13 @@
 #   1. one build (build-dev, cuda-archs=90, tests and benchmarks);
 #   2. the two benchmarks, alone on the GPU: bench/run.sh (gs_reduce against CUB) and
 #      bench/run_segmented.sh (gs_segmented_reduce against CUB);
-#   3. then, all at once: the gpu suite's programs for the automatic choice and each
-#      backend forced (test_gpu_reduce, test_gpu_concurrency and its sticky mode), the
+#   3. then, all at once: the gpu-full suite's programs for the automatic choice and each
+#      backend forced (test_gpu_reduce, test_gpu_bounded, test_gpu_concurrency and its
+#      sticky mode; what `meson test --suite gpu-full` runs one at a time), the
 #      device helpers' test for the four guards, the work-queue example, `gridsync info`, and
-#      compute-sanitizer's four tools over the segmented reduction (quick mode) for both
-#      backends; then test_gpu_concurrency's context churn alone, once per choice (its
+#      compute-sanitizer's four tools over the segmented reduction (quick mode) and memcheck
+#      over the bad offsets of test_gpu_bounded for both backends (its timings are
+#      meaningless here: the GPU is shared); then test_gpu_concurrency's context churn alone, once per choice (its
 #      check reads the device's free memory, which the others move: the concurrent runs
 #      get GS_TEST_SHARED_GPU=1);
 #   4. OUTDIR/summary.txt (what to read first) and three archives: bench.tgz, segbench.tgz,
@@ -64,10 +66,11 @@ pids=()
 names=()
 for v in auto cuda_sm20 cuda_sm11_compat; do
     choice_env "$v"
-    run "reduce-$v" env "${e[@]}" "$b/tests/gpu/test_gpu_reduce"
+    run "reduce-$v" env "${e[@]}" GS_TEST_QUICK=0 "$b/tests/gpu/test_gpu_reduce"
+    run "bounded-$v" env "${e[@]}" GS_TEST_QUICK=0 "$b/tests/gpu/test_gpu_bounded"
     run "concurrency-$v" env "${e[@]}" GS_TEST_SHARED_GPU=1 "$b/tests/gpu/test_gpu_concurrency"
     run "sticky-$v" env "${e[@]}" "$b/tests/gpu/test_gpu_concurrency" sticky
-    names+=("reduce-$v" "concurrency-$v" "sticky-$v")
+    names+=("reduce-$v" "bounded-$v" "concurrency-$v" "sticky-$v")
 done
 for g in sm20 sm11 sm20-acqrel sm11-acqrel; do
     run "device-$g" "$b/tests/gpu/test_gpu_device" --guard "$g"
@@ -81,6 +84,9 @@ for v in cuda_sm20 cuda_sm11_compat; do
             compute-sanitizer --tool "$t" --error-exitcode 9 "$b/tests/gpu/test_gpu_reduce"
         names+=("san-$t-$v")
     done
+    run "san-memcheck-bounded-$v" env GRIDSYNC_BACKEND=$v GS_TEST_QUICK=1 GS_TEST_PARTS=adversarial,fuzz \
+        GS_TEST_WATCHDOG=120 compute-sanitizer --tool memcheck --error-exitcode 9 "$b/tests/gpu/test_gpu_bounded"
+    names+=("san-memcheck-bounded-$v")
 done
 timeout 60 "$b/tools/gridsync" info >"$out/tests/info.log" 2>&1
 wait "${pids[@]}" # (a bare wait would also wait for the tee above)
