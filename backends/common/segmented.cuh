@@ -30,7 +30,7 @@
  * is monotone in its target whatever the offsets hold, so the chunks' owned ranges still
  * partition [0, S) and their positions are at most `chunk` each. A chunk gives up on its
  * remaining owned segments (leaving their outputs unwritten) at the first round that
- * holds a decreasing pair of offsets or a marker past its end: up to there the owned
+ * holds a decreasing pair of offsets or a marker outside the chunk: up to there the owned
  * segments are sorted, so they are at most `chunk` and read disjoint positions inside the
  * chunk; the crossing pieces are clipped to [cb, ce). Each chunk therefore reads at most
  * about 2 x chunk elements and 2 x (chunk + kBlock) offsets beyond its search. The last
@@ -75,11 +75,10 @@ __device__ __forceinline__ uint32_t seg_chunk_of(uint64_t m, uint64_t chunk, uin
  * target, which for sorted offsets is the position of the answer among the samples:
  * log_kBlock(S) rounds of one load each instead of log_2(S) dependent loads. Every
  * thread computes the same ranges from the same counts, so there is no shared state to
- * race on. Whatever the offsets hold, the loop ends (each round shrinks the range), the
- * answer s satisfies target - n <= s <= target, offset(s) + s >= target was seen unless
- * s == S and offset(s-1) + s-1 < target unless s == 0, and a larger target never gives a
- * smaller answer (its count is never smaller): the chunks' ranges stay a partition.
- * Call uniformly. */
+ * race on. Whatever the offsets hold, the loop ends (each round shrinks the range), and
+ * a larger target never gives a smaller answer (in a round its count is never smaller,
+ * and a larger count moves its range past the other's): the chunks' owned ranges stay a
+ * partition of [0, S). Call uniformly. */
 template <typename Policy>
 __device__ __forceinline__ void seg_split2(const int64_t *offsets, uint64_t S, uint64_t n, uint64_t target0,
                                            uint64_t target1, uint64_t *res0, uint64_t *res1)
