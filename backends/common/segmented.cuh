@@ -29,10 +29,11 @@
  * clamped to [0, n]; a segment whose end is below its begin is empty. The split's search
  * is monotone in its target whatever the offsets hold, so the chunks' owned ranges still
  * partition [0, S) and their positions are at most `chunk` each. A chunk gives up on its
- * remaining owned segments (leaving their outputs unwritten) at the first round that
- * holds a decreasing pair of offsets or a marker outside the chunk: up to there the owned
- * segments are sorted, so they are at most `chunk` and read disjoint positions inside the
- * chunk; the crossing pieces are clipped to [cb, ce). Each chunk therefore reads at most
+ * remaining owned segments (leaving their outputs unwritten) when it owns more than
+ * `chunk` of them or the first begins before cb, and else at the first round that holds a
+ * decreasing pair of offsets: up to there the owned segments are sorted from cb on, so
+ * they read disjoint positions inside the chunk (their ends are clipped to ce), and so
+ * are the crossing pieces, clipped to [cb, ce). Each chunk therefore reads at most
  * about 2 x chunk elements and 2 x (chunk + kBlock) offsets beyond its search. The last
  * block to finish returns the queue and every counter it used to zero, so the next launch
  * on the workspace needs no memset whatever the offsets were.
@@ -206,8 +207,10 @@ __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restri
             const uint64_t e = t < 2 ? lo - 1 + t : hi - 3 + t;
             edge[t] = e <= S ? seg_offset(offsets, e, n) : 0; /* lo - 1 or hi - 1 may be -1 */
         }
+        /* Sorted offsets own at most `chunk` segments, the first beginning at or after cb;
+         * past that, the owned ones could read anything (rounds below stop at once). */
         if (t == 0)
-            give_up = 0;
+            give_up = hi - lo > chunk || (lo < hi && seg_offset(offsets, lo, n) < cb);
         __syncthreads(); /* this chunk's threads see edge and give_up (the previous
                           * chunk's readers passed the barriers since) */
 
@@ -229,8 +232,7 @@ __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restri
                     round_off[t + 1] = se0;
                 uint64_t se;
                 const bool outgoing = seg_owned(sb, se0, j, hi, ce, &se);
-                /* Sorted offsets never decrease and keep every owned marker in [d0, d1). */
-                if (se0 < sb || sb + j >= d1 || (j == lo && sb + j < d0))
+                if (se0 < sb) /* sorted offsets never decrease */
                     give_up = 1;
                 if (outgoing) {
                     /* the owned segment going out to a later chunk: round -1 did it */
