@@ -145,7 +145,7 @@ GS_API gs_status gs_context_get_info(const gs_context *ctx, gs_context_info *inf
  * one result to `out` (device-accessible memory), in ONE kernel launch queued on `stream`.
  * Returns as soon as the launch is queued: read *out after synchronizing the stream. (The
  * first call on a stream, and each first call on a stream within one graph capture,
- * also allocates and zero-fills that stream's 33 KB workspace, waiting for the fill.)
+ * also allocates and zero-fills that stream's 64 KiB workspace, waiting for the fill.)
  * Capturing the call into a CUDA graph records one kernel node; docs/semantics.md §9.
  *
  * ctx NULL: the default context of the calling thread's current CUDA context (or device

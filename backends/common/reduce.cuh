@@ -28,7 +28,7 @@
  *   Policy::block_any2(p, q)       bit 0: whether p holds in any thread, bit 1: q; a barrier
  *   Policy::block_count(p)         in how many threads p holds; a barrier
  * Everything else - the grid-stride loop, head/tail handling, the fences and the
- * protocol of DESIGN.md - is here.
+ * protocol of docs/design.md - is here.
  */
 #pragma once
 
@@ -616,7 +616,7 @@ __device__ __forceinline__ typename Op::Acc accumulate(const typename Op::In *__
 }
 
 /* Combines one value per thread of the grid (acc) into *out: the block's reduction, then
- * DESIGN.md's protocol, the last block combining the partials. */
+ * docs/design.md's protocol, the last block combining the partials. */
 template <typename Policy, typename Op>
 __device__ __forceinline__ void grid_combine(typename Op::Acc acc, typename Op::OutT *__restrict__ out,
                                              unsigned char *workspace)
@@ -636,7 +636,7 @@ __device__ __forceinline__ void grid_combine(typename Op::Acc acc, typename Op::
         return;
     }
 
-    /* DESIGN.md's protocol. (1) publish the partial, from thread 0. */
+    /* docs/design.md's protocol. (1) publish the partial, from thread 0. */
     if (tid == 0)
         partials[blockIdx.x] = block;
     /* (2) release, (3) ticket, (4) guard and (5) acquire, per backend: thread 0's ticket

@@ -2,7 +2,7 @@
  * secure (in suite unit): in a secure-execution process (AT_SECURE: setuid or setgid),
  * libgridsync ignores GRIDSYNC_BACKEND, GRIDSYNC_BACKEND_PATH and GRIDSYNC_DEBUG, so a
  * privileged program cannot be made to dlopen a file its user chose, nor to trace to a
- * stderr its user reads (core/error.c reads them with secure_getenv; DESIGN.md).
+ * stderr its user reads (core/error.c reads them with secure_getenv; docs/design.md).
  *
  *   test_secure LIBGRIDSYNC FAKE_LIBCUDA FAKE_BACKEND   what meson runs, as root
  *   test_secure --child DIR                             one probe (see below)
