@@ -117,7 +117,8 @@ if [ -x "$build/tools/gridsync" ]; then
 fi
 # Nothing else: no test programs, no fake driver, no static archives.
 extra=$(find "$stage" -type f ! -name 'libgridsync.so.1.0.0' ! -name 'gridsync-*.so' ! -name '*.h' \
-        ! -name '*.cuh' ! -name gridsync.pc ! -path '*/bin/gridsync' ! -name gridsync.1)
+        ! -name '*.cuh' ! -name gridsync.pc ! -path '*/bin/gridsync' ! -name gridsync.1 \
+        ! -path '*/cmake/gridsync/gridsyncConfig*.cmake')
 [ -z "$extra" ] || fail "unexpected files installed: $extra"
 
 # ---- 2. build with pkg-config only -----------------------------------------------------
@@ -190,6 +191,46 @@ else
     note "no fake driver in $fake: the fake-driver checks are skipped"
 fi
 
+# ---- 4b. CMake: find_package(gridsync) and the imported target ---------------------------
+# build_cmake OUTPUT PREFIX: consumer.c built by CMake against the config under PREFIX, with
+# the compiler this suite was given; checks the GRIDSYNC_BACKEND_DIR it reports.
+build_cmake() {
+    bdir=$tmp/cmake-build-$(basename "$1")
+    rm -rf "$bdir"
+    # shellcheck disable=SC2086
+    if cmake -S "$src/tests/consumer/cmake" -B "$bdir" -DCMAKE_PREFIX_PATH="$2" \
+            -DCMAKE_C_COMPILER="$cmake_cc" -DCMAKE_C_FLAGS="$cmake_cflags -Wall -Wextra -Werror" \
+            -DCONSUMER_SOURCE="$src/tests/consumer/consumer.c" >"$tmp/cmake.log" 2>&1 &&
+            cmake --build "$bdir" >>"$tmp/cmake.log" 2>&1 && cp "$bdir/consumer_cmake" "$1"; then
+        grep -qF "gridsync $version: backends in $backenddir" "$tmp/cmake.log" ||
+            fail "find_package(gridsync): GRIDSYNC_BACKEND_DIR is not $backenddir ($(grep 'backends in' "$tmp/cmake.log"))"
+        return 0
+    fi
+    sed 's/^/   /' "$tmp/cmake.log"
+    return 1
+}
+cmake_cc=$1
+cmake_cflags=$(shift; echo "$*")
+if command -v cmake >/dev/null 2>&1 && [ -n "$(find "$stage" -name gridsyncConfig.cmake)" ]; then
+    note "CMake: find_package(gridsync) against the installed tree"
+    if build_cmake "$tmp/consumer-cmake" "$root"; then
+        exe=$tmp/consumer-cmake
+        if [ "$have_driver" = 1 ]; then
+            run 0 "$tmp/cmake-real.log" "$libdir$sys_ldp" 0
+        elif [ -f "$fake/libcuda.so.1" ]; then
+            run 0 "$tmp/cmake-fake.log" "$libdir:$fake" 0 --context-only
+            check_backends "$tmp/cmake-fake.log" "$backenddir"
+        else
+            run 3 "$tmp/cmake-nodriver.log" "$libdir$sys_ldp" 0
+        fi
+        exe=$tmp/consumer
+    else
+        fail "building consumer.c with CMake's find_package(gridsync)"
+    fi
+else
+    note "no cmake, or no gridsyncConfig.cmake installed: the CMake consumer is skipped"
+fi
+
 # ---- 5. relocation -------------------------------------------------------------------
 moved=$tmp/elsewhere/deeper/tree
 mkdir -p "$(dirname "$moved")"
@@ -213,6 +254,17 @@ if [ -f "$fake/libcuda.so.1" ]; then
         exe=$tmp/consumer
     else
         fail "building consumer.c against the moved tree"
+    fi
+    # find_package against the moved tree: the config's paths are relative to itself.
+    if command -v cmake >/dev/null 2>&1 && [ -n "$(find "$moved" -name gridsyncConfig.cmake)" ]; then
+        if build_cmake "$tmp/consumer-cmake-moved" "${libdir%/lib*}"; then
+            exe=$tmp/consumer-cmake-moved
+            run 0 "$tmp/cmake-moved.log" "$libdir:$fake" 0 --context-only
+            check_backends "$tmp/cmake-moved.log" "$backenddir"
+            exe=$tmp/consumer
+        else
+            fail "building consumer.c with find_package(gridsync) against the moved tree"
+        fi
     fi
     # The installed command, from the moved tree.
     tool=$(find "$moved" -path '*/bin/gridsync' -type f)
