@@ -34,35 +34,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cudashim.h"
+#include "gpu_check.h"
 
 static int g_failures, g_checks, g_quick;
 static unsigned long long g_rng;
 static unsigned g_watchdog = 20;
-
-#define FAIL(...)                                                                                  \
-    do {                                                                                           \
-        fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                      \
-        fprintf(stderr, __VA_ARGS__);                                                              \
-        fputc('\n', stderr);                                                                       \
-        g_failures++;                                                                              \
-    } while (0)
-#define CHECK_CU(call)                                                                             \
-    do {                                                                                           \
-        if ((call) != 0) {                                                                         \
-            fprintf(stderr, "FATAL %s:%d: %s: %s\n", __FILE__, __LINE__, #call, cushim_error());  \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
-#define CHECK_GS(call)                                                                             \
-    do {                                                                                           \
-        gs_status st_ = (call);                                                                    \
-        if (st_ != GS_SUCCESS) {                                                                   \
-            fprintf(stderr, "FATAL %s:%d: %s: %s: %s\n", __FILE__, __LINE__, #call,               \
-                    gs_status_string(st_), gs_last_error_message());                               \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 static uint64_t rnd(void)
 {
@@ -467,15 +443,7 @@ static void test_entry(bufs *b)
 
 int main(void)
 {
-    cushim_status cs = cushim_init(0);
-    if (cs == CUSHIM_NO_DRIVER || cs == CUSHIM_NO_DEVICE) {
-        printf("SKIP: %s\n", cushim_error());
-        return 77;
-    }
-    if (cs != CUSHIM_OK) {
-        fprintf(stderr, "FATAL: %s\n", cushim_error());
-        return 1;
-    }
+    gpu_test_init();
     g_quick = getenv("GS_TEST_QUICK") && atoi(getenv("GS_TEST_QUICK"));
     if (getenv("GS_TEST_WATCHDOG"))
         g_watchdog = (unsigned)atoi(getenv("GS_TEST_WATCHDOG"));

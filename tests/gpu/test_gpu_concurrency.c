@@ -37,45 +37,18 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cudashim.h"
-#include "gridsync.h"
+#define GS_CHECK_LOCK() pthread_mutex_lock(&g_lock)
+#define GS_CHECK_UNLOCK() pthread_mutex_unlock(&g_lock)
+#include "gpu_check.h"
 
 static int g_failures, g_checks;
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-
-#define FAIL(...)                                                            \
-    do {                                                                     \
-        pthread_mutex_lock(&g_lock);                                         \
-        g_failures++;                                                        \
-        fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                 \
-        fprintf(stderr, __VA_ARGS__);                                        \
-        fputc('\n', stderr);                                                 \
-        pthread_mutex_unlock(&g_lock);                                       \
-    } while (0)
-
-#define CHECK_CU(call)                                                                                     \
-    do {                                                                                                   \
-        if ((call) != 0) {                                                                                 \
-            fprintf(stderr, "FATAL %s:%d: %s: %s\n", __FILE__, __LINE__, #call, cushim_error());           \
-            exit(1);                                                                                       \
-        }                                                                                                  \
-    } while (0)
 
 #define CHECK_DRV(call)                                                                                    \
     do {                                                                                                   \
         CUresult rc_ = (call);                                                                             \
         if (rc_ != CUDA_SUCCESS) {                                                                         \
             fprintf(stderr, "FATAL %s:%d: %s: CUresult %d\n", __FILE__, __LINE__, #call, (int)rc_);        \
-            exit(1);                                                                                       \
-        }                                                                                                  \
-    } while (0)
-
-#define CHECK_GS(call)                                                                                     \
-    do {                                                                                                   \
-        gs_status st_ = (call);                                                                            \
-        if (st_ != GS_SUCCESS) {                                                                           \
-            fprintf(stderr, "FATAL %s:%d: %s: %s: %s\n", __FILE__, __LINE__, #call, gs_status_string(st_), \
-                    gs_last_error_message());                                                              \
             exit(1);                                                                                       \
         }                                                                                                  \
     } while (0)
@@ -589,15 +562,7 @@ static void run_threads_and_graphs(gs_context *ctx, uint64_t *seed)
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    cushim_status cs = cushim_init(0);
-    if (cs == CUSHIM_NO_DRIVER || cs == CUSHIM_NO_DEVICE) {
-        printf("SKIP: %s\n", cushim_error());
-        return 77;
-    }
-    if (cs != CUSHIM_OK) {
-        fprintf(stderr, "FATAL: %s\n", cushim_error());
-        return 1;
-    }
+    gpu_test_init();
     g_quick = getenv("GS_TEST_QUICK") && atoi(getenv("GS_TEST_QUICK"));
     alarm(g_quick ? 1800 : 480); /* a hang is a failure, not a stuck CI job */
     load_driver_extras();

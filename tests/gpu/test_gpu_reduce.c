@@ -40,8 +40,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cudashim.h"
-#include "gridsync.h"
+#include "gpu_check.h"
 
 static unsigned long long g_rng;
 static int g_failures, g_checks;
@@ -61,33 +60,6 @@ static double rnd_unit(void) /* [-1, 1) */
 {
     return (double)(rnd() >> 11) * (2.0 / 9007199254740992.0) - 1.0;
 }
-
-#define FAIL(...)                                                            \
-    do {                                                                     \
-        g_failures++;                                                        \
-        fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                 \
-        fprintf(stderr, __VA_ARGS__);                                        \
-        fputc('\n', stderr);                                                 \
-    } while (0)
-
-#define CHECK_CU(call)                                                                 \
-    do {                                                                               \
-        if ((call) != 0) {                                                             \
-            fprintf(stderr, "FATAL %s:%d: %s: %s\n", __FILE__, __LINE__, #call,        \
-                    cushim_error());                                                   \
-            exit(1);                                                                   \
-        }                                                                              \
-    } while (0)
-
-#define CHECK_GS(call)                                                                          \
-    do {                                                                                        \
-        gs_status st_ = (call);                                                                 \
-        if (st_ != GS_SUCCESS) {                                                                \
-            fprintf(stderr, "FATAL %s:%d: %s: %s: %s\n", __FILE__, __LINE__, #call,             \
-                    gs_status_string(st_), gs_last_error_message());                            \
-            exit(1);                                                                            \
-        }                                                                                       \
-    } while (0)
 
 /* ---- element types on the host --------------------------------------------------------
  * Each value is handled as a long double (floats: exact for every type here) or as 64
@@ -1046,15 +1018,7 @@ static double now_s(void)
 
 int main(void)
 {
-    cushim_status cs = cushim_init(0);
-    if (cs == CUSHIM_NO_DRIVER || cs == CUSHIM_NO_DEVICE) {
-        printf("SKIP: %s\n", cushim_error());
-        return 77;
-    }
-    if (cs != CUSHIM_OK) {
-        fprintf(stderr, "FATAL: %s\n", cushim_error());
-        return 1;
-    }
+    gpu_test_init();
     g_quick = getenv("GS_TEST_QUICK") && atoi(getenv("GS_TEST_QUICK"));
     if (g_quick)
         g_maxn = 300000;
