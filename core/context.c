@@ -507,7 +507,7 @@ static pthread_mutex_t g_default_lock = PTHREAD_MUTEX_INITIALIZER;
 static default_entry *g_defaults;
 static _Thread_local gs_context *t_last_default;
 
-static gs_status create_default_for(const gs_driver *drv, CUcontext cu, unsigned long long id, gs_context **out)
+static gs_status create_default_for(const gs_driver *drv, CUcontext cu, gs_context **out)
 {
     CUdevice dev;
     CUresult rc = drv->cuCtxGetDevice(&dev);
@@ -534,7 +534,6 @@ static gs_status create_default_for(const gs_driver *drv, CUcontext cu, unsigned
         free(ctx);
         return st;
     }
-    (void)id;
     *out = ctx;
     return GS_SUCCESS;
 }
@@ -577,7 +576,7 @@ gs_status gs_default_context(const gs_driver *drv, gs_context **out)
                 break;
             }
         if (!found)
-            st = create_default_for(drv, cu, id, &found);
+            st = create_default_for(drv, cu, &found);
     }
     if (st == GS_SUCCESS && found) {
         int known = 0;

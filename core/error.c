@@ -75,14 +75,6 @@ void gs_logv(int level, const char *fmt, va_list ap)
     fprintf(stderr, "gridsync: %s\n", line);
 }
 
-void gs_log(int level, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    gs_logv(level, fmt, ap);
-    va_end(ap);
-}
-
 void gs_trace(const char *fmt, ...)
 {
     if (!gs_debug_enabled())

@@ -14,11 +14,10 @@ void gs_set_errorv(const char *fmt, va_list ap);
 /* Clears the message at the start of each public call. */
 void gs_clear_error(void);
 
-/* GRIDSYNC_DEBUG tracing: gs_trace prints only when enabled; gs_log_error always. */
+/* GRIDSYNC_DEBUG tracing: gs_trace prints only when it is enabled; gs_logv at any level. */
 int gs_debug_enabled(void);
 void gs_trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void gs_logv(int level, const char *fmt, va_list ap);
-void gs_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The environment, read with secure_getenv: NULL in setuid/setgid processes. */
 const char *gs_getenv(const char *name);
