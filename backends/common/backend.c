@@ -238,8 +238,9 @@ static gs_status be_reduce(gs_backend_instance *inst, const gs_backend_reduce_ar
 /* The segmented reduction's split (backends/common/segmented.cuh): chunks of the n + S
  * merged elements and segments, at least four 16-byte vectors per thread of a block, as
  * many as the workspace has slots for at most; one block per two chunks at most, the
- * queue balances the rest. n + S cannot overflow: the core checks that in[0, n) lies in
- * one allocation and that S < 2^56. */
+ * queue balances the rest. n + S does not overflow: S < 2^56 (checked by the core), and n
+ * elements lie in one allocation (where the driver reports the allocation's range; where
+ * it reports none, n is only known not to wrap around memory). */
 static void seg_plan(const gs_backend_instance *inst, int k, gs_dtype dtype, gs_op op, uint64_t n, uint64_t S,
                      uint64_t *chunk, uint32_t *nchunks, unsigned int *grid)
 {
