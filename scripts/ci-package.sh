@@ -6,7 +6,8 @@
 #      temporary directory, so the checkout gets no build leftovers, and builds the
 #      binary packages there: dpkg-buildpackage -us -uc -b -d (-d: the CUDA toolkit is
 #      not a Debian package; debian/rules finds nvcc), test suites included;
-#   3. lintian on the result: fails on any error (warnings are listed);
+#   3. lintian --pedantic on the result: fails on any error (warnings, info and pedantic
+#      tags are listed);
 #   4. dpkg -i the three packages, then debian/tests/consumer: tests/consumer/consumer.c
 #      built with pkg-config against the installed packages and run (no driver here:
 #      GS_ERROR_NO_DRIVER as documented; with a GPU: a checked reduction);
@@ -42,9 +43,12 @@ done
 if command -v dpkg-checkbuilddeps >/dev/null 2>&1; then
     # "Unmet build dependencies: meson (>= 0.63) ninja-build ..." -> package names only
     unmet=$(cd "$root" && dpkg-checkbuilddeps 2>&1 | sed -n 's/.*Unmet build dependencies: //p' |
-        sed -e 's/([^)]*)//g' -e 's/:any//g' -e 's/|[^ ]*//g')
+        sed -e 's/([^)]*)//g' -e 's/:any//g' -e 's/|[^ ]*//g' -e 's/nvidia-cuda-toolkit//g')
     need="$need $unmet"
 fi
+# The toolkit here is NVIDIA's installer's (/usr/local/cuda), not Debian's
+# nvidia-cuda-toolkit (contrib/non-free, and 11.8 in bookworm): the one build dependency
+# that is not checked; the build runs with -d and debian/rules finds nvcc itself.
 # shellcheck disable=SC2086,SC2116
 need=$(echo $need)
 if [ -n "$need" ]; then
@@ -53,7 +57,9 @@ if [ -n "$need" ]; then
     # shellcheck disable=SC2086
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $need >/dev/null
 fi
-(cd "$root" && dpkg-checkbuilddeps) || { echo "FAIL: build dependencies still unmet" >&2; exit 1; }
+still=$(cd "$root" && dpkg-checkbuilddeps 2>&1 | sed -n 's/.*Unmet build dependencies: //p' |
+    sed -e 's/nvidia-cuda-toolkit ([^)]*)//' -e 's/^ *//')
+[ -z "$still" ] || { echo "FAIL: build dependencies still unmet: $still" >&2; exit 1; }
 if [ -z "${NVCC:-}" ]; then
     NVCC=$(command -v nvcc 2>/dev/null || true)
     for c in /usr/local/bin/nvcc /usr/local/cuda/bin/nvcc; do
@@ -115,13 +121,13 @@ for f in "$work"/*.deb; do echo "   $(basename "$f") $(du -h "$f" | cut -f1)"; d
 
 # ---- 3. lintian -------------------------------------------------------------------------
 phase "lintian"
-if lintian --fail-on error --display-level '>=warning' --tag-display-limit 0 "$changes" >"$work/lintian.log" 2>&1; then
+if lintian --fail-on error --pedantic --display-level '>=pedantic' --tag-display-limit 0 "$changes" >"$work/lintian.log" 2>&1; then
     lrc=0
 else
     lrc=$?
 fi
 sed 's/^/   /' "$work/lintian.log"
-echo "   lintian: $(grep -c '^E: ' "$work/lintian.log" || true) errors, $(grep -c '^W: ' "$work/lintian.log" || true) warnings"
+echo "   lintian: $(grep -c '^E: ' "$work/lintian.log" || true) errors, $(grep -c '^W: ' "$work/lintian.log" || true) warnings, $(grep -c '^I: ' "$work/lintian.log" || true) info, $(grep -c '^P: ' "$work/lintian.log" || true) pedantic"
 [ "$lrc" = 0 ] || { echo "FAIL: lintian reported errors (exit status $lrc)" >&2; exit 1; }
 
 # ---- 4. install and use -----------------------------------------------------------------
