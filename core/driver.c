@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cuda_status.h"
 #include "error.h"
 
 #define GS_LIBCUDA "libcuda.so.1"
@@ -119,25 +120,7 @@ gs_status gs_cuda_error(const gs_driver *drv, CUresult rc, const char *what, ...
         if (drv->cuGetErrorString(rc, &desc) != CUDA_SUCCESS)
             desc = NULL;
     }
-    gs_status status;
-    switch (rc) {
-    case CUDA_ERROR_OUT_OF_MEMORY:
-        status = GS_ERROR_OUT_OF_MEMORY;
-        break;
-    case CUDA_ERROR_INVALID_CONTEXT:
-    case CUDA_ERROR_CONTEXT_IS_DESTROYED:
-    case CUDA_ERROR_CONTEXT_ALREADY_IN_USE:
-        status = GS_ERROR_INVALID_CONTEXT;
-        break;
-    case CUDA_ERROR_NO_BINARY_FOR_GPU:
-    case CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
-    case CUDA_ERROR_INVALID_PTX:
-        status = GS_ERROR_NO_KERNEL_IMAGE;
-        break;
-    default:
-        status = GS_ERROR_CUDA;
-        break;
-    }
+    gs_status status = gs_status_of_cuda(rc);
     if (name)
         return gs_fail(status, "%s failed: %s (%s)", buf, name, desc ? desc : "no description");
     return gs_fail(status, "%s failed: CUDA error %d", buf, (int)rc);

@@ -151,7 +151,7 @@ typedef enum { K_SIGNED, K_UNSIGNED, K_FLOAT } num_kind;
 
 typedef struct dtype_info {
     gs_dtype id;
-    const char *name;    /* as core/dtype.h spells it: "i32", "f16", ... */
+    const char *name;    /* as internal/dtype.h spells it: "i32", "f16", ... */
     const char *alias;   /* the long name also accepted: "int32", "float16", ... */
     unsigned size;       /* bytes per element */
     unsigned bits;       /* 8 * size */
@@ -234,7 +234,7 @@ static const dtype_info k_dtypes[] = {
 
 typedef struct op_info {
     gs_op id;
-    const char *name;  /* as core/dtype.h spells it */
+    const char *name;  /* as internal/dtype.h spells it */
     const char *alias; /* also accepted */
 } op_info;
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_status.h"
 #include "dtype.h"
 #include "gridsync_backend.h"
 #include "grid_policy.h"
@@ -115,20 +116,7 @@ static gs_status cuda_fail(CUresult rc, const char *what)
     const char *name = "?";
     host->cuGetErrorName(rc, &name);
     host->set_error("%s backend: %s failed: %s", GS_BACKEND_NAME, what, name);
-    switch (rc) {
-    case CUDA_ERROR_NO_BINARY_FOR_GPU:
-    case CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
-    case CUDA_ERROR_INVALID_PTX:
-    case CUDA_ERROR_INVALID_SOURCE:
-        return GS_ERROR_NO_KERNEL_IMAGE;
-    case CUDA_ERROR_OUT_OF_MEMORY:
-        return GS_ERROR_OUT_OF_MEMORY;
-    case CUDA_ERROR_INVALID_CONTEXT:
-    case CUDA_ERROR_CONTEXT_IS_DESTROYED:
-        return GS_ERROR_INVALID_CONTEXT;
-    default:
-        return GS_ERROR_CUDA;
-    }
+    return gs_status_of_cuda(rc);
 }
 
 static gs_status be_open(const gs_backend_device *dev, gs_backend_instance **out)

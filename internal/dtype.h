@@ -1,7 +1,7 @@
 /* Facts about gs_dtype and gs_op shared by the core and the backends (header-only, so
  * backends need not link anything). */
-#ifndef GS_CORE_DTYPE_H
-#define GS_CORE_DTYPE_H
+#ifndef GS_INTERNAL_DTYPE_H
+#define GS_INTERNAL_DTYPE_H
 
 #include <stddef.h>
 
