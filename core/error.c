@@ -106,3 +106,30 @@ GS_API const char *gs_status_string(gs_status status)
     }
     return "unknown gridsync status";
 }
+
+/* The selection log grows line by line; a failed allocation only shortens it. */
+void gs_strbuf_appendf(gs_strbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int need = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (need < 0)
+        return;
+    if (b->len + (size_t)need + 2 > b->cap) {
+        size_t cap = (b->cap ? b->cap * 2 : 256);
+        while (cap < b->len + (size_t)need + 2)
+            cap *= 2;
+        char *p = realloc(b->data, cap);
+        if (!p)
+            return; /* the log is diagnostics only */
+        b->data = p;
+        b->cap = cap;
+    }
+    va_start(ap, fmt);
+    vsnprintf(b->data + b->len, b->cap - b->len, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)need;
+    b->data[b->len++] = '\n';
+    b->data[b->len] = '\0';
+}

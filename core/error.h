@@ -3,6 +3,7 @@
 #define GS_CORE_ERROR_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 #include "gridsync.h"
 
@@ -18,6 +19,13 @@ void gs_clear_error(void);
 int gs_debug_enabled(void);
 void gs_trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void gs_logv(int level, const char *fmt, va_list ap);
+
+/* A growing text buffer for the per-context selection log (core/loader.c). */
+typedef struct gs_strbuf {
+    char *data;
+    size_t len, cap;
+} gs_strbuf;
+void gs_strbuf_appendf(gs_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The environment, read with secure_getenv: NULL in setuid/setgid processes. */
 const char *gs_getenv(const char *name);

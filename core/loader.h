@@ -4,6 +4,8 @@
 
 #include "gridsync_backend.h"
 
+#include "error.h"
+
 /* A backend file loaded into the process. Loaded once per path and kept for the life of
  * the process (contexts on other devices may use it); a failed load is remembered and
  * never retried. */
@@ -11,13 +13,6 @@ typedef struct gs_backend_file {
     char *path;
     const gs_backend_ops *ops;
 } gs_backend_file;
-
-/* A growing text buffer for the per-context selection log. */
-typedef struct gs_strbuf {
-    char *data;
-    size_t len, cap;
-} gs_strbuf;
-void gs_strbuf_appendf(gs_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Called by the loader for every backend file it loaded, in preference order, until it
  * returns GS_SUCCESS (the device accepted the backend). Any other status is logged as the

@@ -1,0 +1,336 @@
+/*
+ * Every exported function but the two of error.c, along the call path of docs/design.md:
+ * clear the thread's error, check the arguments (validate.c: the cheap checks first, they
+ * need no driver), resolve the context (context.c), check what needs the driver, and queue
+ * the backend's one launch on the stream's workspace (launch(), workspace.c).
+ */
+#define _GNU_SOURCE
+#include "gridsync.h"
+
+#include <stdlib.h>
+
+#include "context.h"
+#include "error.h"
+#include "validate.h"
+
+/* ---- library, driver and devices ---------------------------------------------------- */
+
+GS_API uint32_t gs_version(void)
+{
+    return GS_VERSION;
+}
+
+GS_API const char *gs_version_string(void)
+{
+    return GS_VERSION_STRING;
+}
+
+GS_API gs_status gs_driver_version(int *version)
+{
+    gs_clear_error();
+    if (!version)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_driver_version: version is NULL");
+    gs_status st;
+    gs_driver_get(&st);
+    /* A driver library without a device still has a version. */
+    *version = gs_driver_version_loaded();
+    if (*version <= 0)
+        return st;
+    gs_clear_error(); /* a driver without a usable device still answers this */
+    return GS_SUCCESS;
+}
+
+GS_API gs_status gs_device_count(int *count)
+{
+    gs_clear_error();
+    if (!count)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_device_count: count is NULL");
+    *count = 0;
+    gs_status st;
+    const gs_driver *drv = gs_driver_get(&st);
+    if (!drv) {
+        if (st != GS_ERROR_NO_DEVICE)
+            return st;
+        gs_clear_error(); /* no device is an answer here, not a failure */
+        return GS_SUCCESS;
+    }
+    CUresult rc = drv->cuDeviceGetCount(count);
+    if (rc != CUDA_SUCCESS)
+        return gs_cuda_error(drv, rc, "cuDeviceGetCount");
+    return GS_SUCCESS;
+}
+
+/* ---- contexts ------------------------------------------------------------------------ */
+
+GS_API gs_status gs_context_create(int device, gs_context **out)
+{
+    gs_clear_error();
+    if (!out)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_context_create: the output pointer is NULL");
+    *out = NULL;
+    gs_status st;
+    const gs_driver *drv = gs_driver_get(&st);
+    if (!drv)
+        return st;
+    return gs_context_open(drv, device, out);
+}
+
+GS_API gs_status gs_context_destroy(gs_context *ctx)
+{
+    gs_clear_error();
+    if (!ctx)
+        return GS_SUCCESS;
+    if (ctx->is_default)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT,
+                       "gs_context_destroy: this is a library-owned default context, not one from gs_context_create");
+    gs_context_close(ctx);
+    return GS_SUCCESS;
+}
+
+GS_API gs_status gs_context_get_info(const gs_context *ctx, gs_context_info *info)
+{
+    gs_clear_error();
+    if (!ctx || !info)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_context_get_info: %s is NULL", ctx ? "info" : "ctx");
+    if (info->struct_size < offsetof(gs_context_info, device) + sizeof info->device)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_context_get_info: info->struct_size (%u) is too small",
+                       info->struct_size);
+    /* Only the members the caller's struct_size covers: an older caller's struct is shorter. */
+#define GS_SET(field, value)                                                         \
+    if (info->struct_size >= offsetof(gs_context_info, field) + sizeof info->field) \
+        info->field = (value);
+    GS_SET(device, ctx->ordinal)
+    GS_SET(cc_major, ctx->cc_major)
+    GS_SET(cc_minor, ctx->cc_minor)
+    GS_SET(multiprocessor_count, ctx->sm_count)
+    GS_SET(device_name, ctx->device_name)
+    GS_SET(backend_name, ctx->backend->ops->name)
+    GS_SET(backend_path, ctx->backend->path)
+    GS_SET(selection_log, ctx->selection_log ? ctx->selection_log : "")
+#undef GS_SET
+    return GS_SUCCESS;
+}
+
+/* ---- reductions -------------------------------------------------------------------- */
+
+/* What a launch needs beyond its backend arguments: the backend call that queues it, and
+ * for a segmented one the GS_SEGMENTED_CHECK_OFFSETS flag, whose check must run with the
+ * context current. */
+typedef struct launch_plan {
+    const char *fn;
+    CUstream stream;
+    CUdeviceptr *workspace; /* the member of the backend arguments that gets it */
+    gs_backend_reduce_args *reduce;
+    gs_backend_segmented_args *segmented;
+    uint32_t flags;
+} launch_plan;
+
+/* Every launch's tail, the same for all of them: make ctx's CUDA context current, find the
+ * stream's workspace (made on first use) and let the backend queue its one kernel. */
+static gs_status launch(gs_context *ctx, const launch_plan *p)
+{
+    int pushed;
+    gs_status st = gs_context_push(ctx, &pushed);
+    if (st != GS_SUCCESS)
+        return st;
+    const gs_backend_segmented_args *seg = p->segmented;
+    if (seg && (p->flags & GS_SEGMENTED_CHECK_OFFSETS))
+        st = gs_check_offsets(ctx, (const int64_t *)(uintptr_t)seg->offsets, seg->num_segments, seg->n, p->stream);
+    if (st == GS_SUCCESS)
+        st = gs_workspace_get(ctx, p->stream, p->fn, p->workspace);
+    if (st == GS_SUCCESS)
+        st = seg ? ctx->backend->ops->segmented_reduce(ctx->instance, seg)
+                 : ctx->backend->ops->reduce(ctx->instance, p->reduce);
+    gs_context_pop(ctx, pushed);
+    return st;
+}
+
+GS_API gs_status gs_reduce(gs_context *ctx, const void *in, uint64_t n, gs_dtype dtype, gs_op op, void *out,
+                           gs_stream stream)
+{
+    return gs_reduce_ex(ctx, in, n, dtype, op, out, stream, NULL);
+}
+
+GS_API gs_status gs_reduce_ex(gs_context *ctx, const void *in, uint64_t n, gs_dtype dtype, gs_op op, void *out,
+                              gs_stream stream, const gs_reduce_options *opts)
+{
+    static const char fn[] = "gs_reduce";
+    gs_clear_error();
+    gs_dtype out_dtype;
+    gs_status st = gs_check_reduce(in, n, dtype, op, out, opts, &out_dtype);
+    if (st != GS_SUCCESS)
+        return st;
+    const gs_driver *drv;
+    if ((st = gs_context_resolve(&ctx, &drv)) != GS_SUCCESS ||
+        (st = gs_check_supported(ctx, fn, dtype, op, out_dtype)) != GS_SUCCESS ||
+        (n && (st = gs_check_pointer(drv, fn, "in", in, n * gs_dtype_size(dtype), NULL, NULL)) != GS_SUCCESS) ||
+        (st = gs_check_pointer(drv, fn, "out", out, gs_dtype_size(out_dtype), NULL, NULL)) != GS_SUCCESS)
+        return st;
+
+    gs_backend_reduce_args args = {
+        .struct_size = sizeof args,
+        .dtype = dtype,
+        .op = op,
+        .out_dtype = out_dtype,
+        .in = (CUdeviceptr)(uintptr_t)in,
+        .n = n,
+        .out = (CUdeviceptr)(uintptr_t)out,
+        .stream = (CUstream)stream,
+        .workspace_bytes = ctx->workspace_bytes,
+    };
+    launch_plan plan = {.fn = fn, .stream = args.stream, .workspace = &args.workspace, .reduce = &args};
+    return launch(ctx, &plan);
+}
+
+GS_API gs_status gs_segmented_reduce(gs_context *ctx, const void *in, uint64_t n, gs_dtype dtype, gs_op op,
+                                     const int64_t *offsets, uint64_t num_segments, void *out, gs_stream stream,
+                                     uint32_t flags)
+{
+    static const char fn[] = "gs_segmented_reduce";
+    gs_clear_error();
+    gs_status st = gs_check_segmented(in, n, dtype, op, offsets, num_segments, out, flags);
+    if (st != GS_SUCCESS)
+        return st;
+    const gs_dtype out_dtype = gs_default_out(dtype, op);
+    const gs_driver *drv;
+    if ((st = gs_context_resolve(&ctx, &drv)) != GS_SUCCESS)
+        return st;
+    const gs_backend_ops *ops = ctx->backend->ops;
+    if (ops->struct_size < offsetof(gs_backend_ops, segmented_reduce) + sizeof ops->segmented_reduce ||
+        !ops->segmented_reduce)
+        return gs_fail(GS_ERROR_UNSUPPORTED, "%s: backend %s (%s, backend ABI %u.%u) has no segmented reduction", fn,
+                       ops->name, ctx->backend->path, GS_BACKEND_ABI_VERSION_MAJOR(ops->abi_version),
+                       ops->abi_version & 0xffffu);
+    if ((st = gs_check_supported(ctx, fn, dtype, op, out_dtype)) != GS_SUCCESS)
+        return st;
+    if (num_segments == 0)
+        return GS_SUCCESS; /* nothing to write: no launch */
+    if ((n && (st = gs_check_pointer(drv, fn, "in", in, n * gs_dtype_size(dtype), NULL, NULL)) != GS_SUCCESS) ||
+        (st = gs_check_pointer(drv, fn, "offsets", offsets, (num_segments + 1) * sizeof(int64_t), NULL, NULL)) !=
+            GS_SUCCESS ||
+        (st = gs_check_pointer(drv, fn, "out", out, num_segments * gs_dtype_size(out_dtype), NULL, NULL)) !=
+            GS_SUCCESS)
+        return st;
+
+    gs_backend_segmented_args args = {
+        .struct_size = sizeof args,
+        .dtype = dtype,
+        .op = op,
+        .out_dtype = out_dtype,
+        .in = (CUdeviceptr)(uintptr_t)in,
+        .n = n,
+        .offsets = (CUdeviceptr)(uintptr_t)offsets,
+        .num_segments = num_segments,
+        .out = (CUdeviceptr)(uintptr_t)out,
+        .stream = (CUstream)stream,
+        .workspace_bytes = ctx->workspace_bytes,
+    };
+    launch_plan plan = {
+        .fn = fn, .stream = args.stream, .workspace = &args.workspace, .segmented = &args, .flags = flags};
+    return launch(ctx, &plan);
+}
+
+/* ---- the work queue's memory (GRIDSYNC_1.1; the device side is gridsync_device.cuh) ---- */
+
+/* The device header's gs_work_queue: two 8-byte-aligned words' worth, the first a 64-bit
+ * counter that atomics update, hence the alignment rule. */
+#define GS_QUEUE_ALIGN 8u
+
+GS_API gs_status gs_queue_create(gs_context *ctx, void **queue)
+{
+    gs_clear_error();
+    if (!queue)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_queue_create: queue (the output pointer) is NULL");
+    *queue = NULL;
+    const gs_driver *d;
+    gs_status st = gs_context_resolve(&ctx, &d);
+    if (st != GS_SUCCESS)
+        return st;
+    int pushed;
+    if ((st = gs_context_push(ctx, &pushed)) != GS_SUCCESS)
+        return st;
+    /* As a stream workspace is made (workspace.c): zero for a launch on any stream, and
+     * possible while some stream is being captured. */
+    CUdeviceptr p = 0;
+    pthread_mutex_lock(&ctx->lock);
+    st = gs_alloc_zeroed(ctx, GS_QUEUE_BYTES, "a work queue", &p);
+    pthread_mutex_unlock(&ctx->lock);
+    gs_context_pop(ctx, pushed);
+    if (st != GS_SUCCESS)
+        return st;
+    if (p % GS_QUEUE_ALIGN) /* cuMemAlloc aligns to 256 bytes at least */
+        return gs_fail(GS_ERROR_INTERNAL, "gs_queue_create: cuMemAlloc returned 0x%llx, not %u-byte aligned",
+                       (unsigned long long)p, GS_QUEUE_ALIGN);
+    gs_trace("queue: %u bytes at 0x%llx on device %d", (unsigned)GS_QUEUE_BYTES, (unsigned long long)p,
+             ctx->ordinal);
+    *queue = (void *)(uintptr_t)p;
+    return GS_SUCCESS;
+}
+
+GS_API gs_status gs_queue_reset(gs_context *ctx, void *queue, gs_stream stream)
+{
+    gs_clear_error();
+    /* Cheap checks first: they need no driver. */
+    if (!queue)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_queue_reset: queue is NULL");
+    if ((uintptr_t)queue % GS_QUEUE_ALIGN)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_queue_reset: queue = %p is not aligned to %u bytes", queue,
+                       GS_QUEUE_ALIGN);
+    const gs_driver *d;
+    gs_status st = gs_context_resolve(&ctx, &d);
+    if (st != GS_SUCCESS)
+        return st;
+    if ((st = gs_check_pointer(d, "gs_queue_reset", "queue", queue, GS_QUEUE_BYTES, NULL, NULL)) != GS_SUCCESS)
+        return st;
+
+    int pushed;
+    if ((st = gs_context_push(ctx, &pushed)) != GS_SUCCESS)
+        return st;
+    CUstream s = (CUstream)stream;
+    CUstreamCaptureStatus cap;
+    st = gs_check_capture(ctx, s, "gs_queue_reset", &cap);
+    /* A stream of another CUDA context would run the fill there. Not asked of a capturing
+     * stream (gs_check_stream_owner); the driver refuses a cross-context capture
+     * dependency itself. */
+    if (st == GS_SUCCESS && cap == CU_STREAM_CAPTURE_STATUS_NONE)
+        st = gs_check_stream_owner(ctx, s, "gs_queue_reset");
+    CUresult rc;
+    if (st == GS_SUCCESS && (rc = d->cuMemsetD8Async((CUdeviceptr)(uintptr_t)queue, 0, GS_QUEUE_BYTES, s)) != CUDA_SUCCESS)
+        st = gs_cuda_error(d, rc, "gs_queue_reset: cuMemsetD8Async(queue = %p, %u bytes, stream %p)", queue,
+                           (unsigned)GS_QUEUE_BYTES, (void *)s);
+    gs_context_pop(ctx, pushed);
+    return st;
+}
+
+GS_API gs_status gs_queue_destroy(gs_context *ctx, void *queue)
+{
+    gs_clear_error();
+    if (!queue)
+        return GS_SUCCESS;
+    if ((uintptr_t)queue % GS_QUEUE_ALIGN)
+        return gs_fail(GS_ERROR_INVALID_POINTER,
+                       "gs_queue_destroy: queue = %p is not aligned to %u bytes, so not from gs_queue_create", queue,
+                       GS_QUEUE_ALIGN);
+    const gs_driver *d;
+    gs_status st = gs_context_resolve(&ctx, &d);
+    if (st != GS_SUCCESS)
+        return st;
+    unsigned int memtype;
+    CUdeviceptr start;
+    if ((st = gs_check_pointer(d, "gs_queue_destroy", "queue", queue, GS_QUEUE_BYTES, &start, &memtype)) !=
+        GS_SUCCESS)
+        return st;
+    if (memtype != CU_MEMORYTYPE_DEVICE || (start && start != (CUdeviceptr)(uintptr_t)queue))
+        return gs_fail(GS_ERROR_INVALID_POINTER,
+                       "gs_queue_destroy: queue = %p is not the start of a device allocation, so not from "
+                       "gs_queue_create",
+                       queue);
+    int pushed;
+    if ((st = gs_context_push(ctx, &pushed)) != GS_SUCCESS)
+        return st;
+    CUresult rc = d->cuMemFree((CUdeviceptr)(uintptr_t)queue);
+    if (rc != CUDA_SUCCESS)
+        st = gs_cuda_error(d, rc, "gs_queue_destroy: cuMemFree(queue = %p)", queue);
+    gs_context_pop(ctx, pushed);
+    return st;
+}

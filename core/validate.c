@@ -1,0 +1,207 @@
+/* Argument checks of the entry points (validate.h). */
+#define _GNU_SOURCE
+#include "validate.h"
+
+#include <stdlib.h>
+
+#include "context.h"
+#include "dtype.h"
+#include "error.h"
+
+/* ---- on the arguments alone ---------------------------------------------------------- */
+
+static gs_status check_dtype_op(const char *fn, gs_dtype dtype, gs_op op)
+{
+    if (!gs_dtype_valid((int)dtype))
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: dtype %d is not a gs_dtype", fn, (int)dtype);
+    if (!gs_op_valid((int)op))
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: op %d is not a gs_op", fn, (int)op);
+    if (!gs_op_defined(dtype, op))
+        return gs_fail(GS_ERROR_UNSUPPORTED, "%s: op %s is not defined for dtype %s", fn, gs_op_name(op),
+                       gs_dtype_name(dtype));
+    return GS_SUCCESS;
+}
+
+/* in non-NULL unless n is 0, aligned to its elements, and n elements from in not wrapping. */
+static gs_status check_input(const char *fn, const void *in, uint64_t n, gs_dtype dtype)
+{
+    const uint64_t esize = gs_dtype_size(dtype);
+    if (!in && n)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: in is NULL but n is %llu", fn, (unsigned long long)n);
+    if ((uintptr_t)in % esize)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: in = %p is not aligned to its %s elements (%llu bytes)", fn,
+                       in, gs_dtype_name(dtype), (unsigned long long)esize);
+    if (n > (UINT64_MAX - (uint64_t)(uintptr_t)in) / esize)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: n = %llu elements of %s from %p wrap around memory", fn,
+                       (unsigned long long)n, gs_dtype_name(dtype), in);
+    return GS_SUCCESS;
+}
+
+gs_status gs_check_reduce(const void *in, uint64_t n, gs_dtype dtype, gs_op op, const void *out,
+                          const gs_reduce_options *opts, gs_dtype *out_dtype)
+{
+    gs_status st;
+    if ((st = check_dtype_op("gs_reduce", dtype, op)) != GS_SUCCESS)
+        return st;
+    *out_dtype = gs_default_out(dtype, op);
+    if (opts) {
+        if (opts->struct_size < offsetof(gs_reduce_options, out_dtype) + sizeof opts->out_dtype)
+            return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_reduce_ex: opts->struct_size (%u) is too small",
+                           opts->struct_size);
+        if (opts->out_dtype != GS_OUT_DEFAULT) {
+            if (!gs_dtype_valid(opts->out_dtype))
+                return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_reduce_ex: out_dtype %d is not a gs_dtype",
+                               (int)opts->out_dtype);
+            *out_dtype = (gs_dtype)opts->out_dtype;
+        }
+    }
+    if (!out)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_reduce: out is NULL");
+    if ((st = check_input("gs_reduce", in, n, dtype)) != GS_SUCCESS)
+        return st;
+    if ((uintptr_t)out % gs_dtype_size(*out_dtype))
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_reduce: out = %p is not aligned to its %s result", out,
+                       gs_dtype_name(*out_dtype));
+    return GS_SUCCESS;
+}
+
+gs_status gs_check_segmented(const void *in, uint64_t n, gs_dtype dtype, gs_op op, const int64_t *offsets,
+                             uint64_t num_segments, const void *out, uint32_t flags)
+{
+    static const char fn[] = "gs_segmented_reduce";
+    gs_status st;
+    if ((st = check_dtype_op(fn, dtype, op)) != GS_SUCCESS)
+        return st;
+    if (flags & ~GS_SEGMENTED_CHECK_OFFSETS)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: unknown flags 0x%x", fn, flags & ~GS_SEGMENTED_CHECK_OFFSETS);
+    const gs_dtype out_dtype = gs_default_out(dtype, op);
+    if (num_segments && !offsets)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: offsets is NULL", fn);
+    if (num_segments && !out)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+    if ((st = check_input(fn, in, n, dtype)) != GS_SUCCESS)
+        return st;
+    if ((uintptr_t)offsets % sizeof(int64_t))
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: offsets = %p is not aligned to 8 bytes", fn,
+                       (const void *)offsets);
+    if ((uintptr_t)out % gs_dtype_size(out_dtype))
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: out = %p is not aligned to its %s results", fn, out,
+                       gs_dtype_name(out_dtype));
+    /* 2^56 segments: more than any device holds, and far from any overflow of the
+     * offsets' and results' byte counts */
+    if (num_segments >= (1ull << 56))
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: num_segments = %llu is too large", fn,
+                       (unsigned long long)num_segments);
+    return GS_SUCCESS;
+}
+
+/* ---- once the context is known ------------------------------------------------------- */
+
+gs_status gs_check_supported(const gs_context *ctx, const char *fn, gs_dtype dtype, gs_op op, gs_dtype out_dtype)
+{
+    if (ctx->supported[dtype][op] & (1u << out_dtype))
+        return GS_SUCCESS;
+    return gs_fail(GS_ERROR_UNSUPPORTED, "%s: backend %s does not offer %s over %s into %s", fn,
+                   ctx->backend->ops->name, gs_op_name(op), gs_dtype_name(dtype), gs_dtype_name(out_dtype));
+}
+
+/* ---- asking the driver ------------------------------------------------------------------ */
+
+/* One cuPointerGetAttributes call: it does not fail on unknown pointers, it reports a
+ * memory type of 0 for them (pageable host memory, freed or never-allocated addresses). */
+gs_status gs_check_pointer(const gs_driver *drv, const char *fn, const char *name, const void *p, uint64_t bytes,
+                           CUdeviceptr *start_out, unsigned int *memtype_out)
+{
+    CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                   CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+    unsigned int memtype = 0;
+    CUdeviceptr start = 0;
+    size_t size = 0;
+    void *data[] = {&memtype, &start, &size};
+    CUresult rc = drv->cuPointerGetAttributes(3, attrs, data, (CUdeviceptr)(uintptr_t)p);
+    if (rc != CUDA_SUCCESS || memtype == 0)
+        return gs_fail(GS_ERROR_INVALID_POINTER,
+                       "%s: %s = %p is not memory the device can access (not from cudaMalloc, "
+                       "cudaMallocManaged or cudaHostAlloc, or already freed)",
+                       fn, name, p);
+    /* Some kinds of memory report no range; then there is nothing more to check. */
+    if (size && (uint64_t)(uintptr_t)p - start + bytes > size)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT,
+                       "%s: %s = %p + %llu bytes runs past the end of its allocation (%zu bytes at 0x%llx)", fn,
+                       name, p, (unsigned long long)bytes, size, (unsigned long long)start);
+    if (start_out)
+        *start_out = size ? start : 0;
+    if (memtype_out)
+        *memtype_out = memtype;
+    return GS_SUCCESS;
+}
+
+gs_status gs_check_capture(gs_context *ctx, CUstream stream, const char *fn, CUstreamCaptureStatus *cap)
+{
+    const gs_driver *d = ctx->drv;
+    *cap = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUresult rc = d->cuStreamIsCapturing(stream, cap);
+    if (rc != CUDA_SUCCESS)
+        return gs_cuda_error(d, rc, "%s: cuStreamIsCapturing(stream %p)", fn, (void *)stream);
+    if (*cap == CU_STREAM_CAPTURE_STATUS_INVALIDATED)
+        return gs_fail(GS_ERROR_CUDA, "%s: stream %p is in a stream capture that was invalidated earlier", fn,
+                       (void *)stream);
+    return GS_SUCCESS;
+}
+
+gs_status gs_check_stream_owner(gs_context *ctx, CUstream stream, const char *fn)
+{
+    const gs_driver *d = ctx->drv;
+    CUcontext owner = NULL;
+    CUresult rc = d->cuStreamGetCtx(stream, &owner);
+    if (rc != CUDA_SUCCESS)
+        return gs_cuda_error(d, rc, "%s: cuStreamGetCtx(stream %p)", fn, (void *)stream);
+    if (owner != ctx->cu)
+        return gs_fail(GS_ERROR_INVALID_CONTEXT,
+                       "%s: stream %p belongs to another CUDA context than this gridsync context (device %d)", fn,
+                       (void *)stream, ctx->ordinal);
+    return GS_SUCCESS;
+}
+
+gs_status gs_check_offsets(gs_context *ctx, const int64_t *offsets, uint64_t num_segments, uint64_t n,
+                           CUstream stream)
+{
+    static const char fn[] = "gs_segmented_reduce";
+    const gs_driver *d = ctx->drv;
+    CUstreamCaptureStatus cap;
+    gs_status st = gs_check_capture(ctx, stream, fn, &cap);
+    if (st != GS_SUCCESS)
+        return st;
+    if (cap != CU_STREAM_CAPTURE_STATUS_NONE)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT,
+                       "%s: GS_SEGMENTED_CHECK_OFFSETS needs a host synchronisation, which stream %p cannot do "
+                       "while it is being captured into a graph",
+                       fn, (void *)stream);
+    if (num_segments + 1 > SIZE_MAX / sizeof(int64_t))
+        return gs_fail(GS_ERROR_OUT_OF_MEMORY, "%s: %llu offsets do not fit in host memory", fn,
+                       (unsigned long long)num_segments + 1);
+    const size_t bytes = (size_t)(num_segments + 1) * sizeof(int64_t);
+    int64_t *h = malloc(bytes);
+    if (!h)
+        return gs_fail(GS_ERROR_OUT_OF_MEMORY, "%s: out of host memory for %zu bytes of offsets", fn, bytes);
+    CUresult rc;
+    if ((rc = d->cuStreamSynchronize(stream)) != CUDA_SUCCESS)
+        st = gs_cuda_error(d, rc, "cuStreamSynchronize(stream %p) before checking the offsets", (void *)stream);
+    else if ((rc = d->cuMemcpyDtoH(h, (CUdeviceptr)(uintptr_t)offsets, bytes)) != CUDA_SUCCESS)
+        st = gs_cuda_error(d, rc, "cuMemcpyDtoH(%zu bytes of offsets)", bytes);
+    else if (h[0] < 0)
+        st = gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: offsets[0] = %lld is negative", fn, (long long)h[0]);
+    else if ((uint64_t)h[num_segments] > n)
+        st = gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: offsets[%llu] = %lld is beyond n = %llu", fn,
+                     (unsigned long long)num_segments, (long long)h[num_segments], (unsigned long long)n);
+    else
+        for (uint64_t j = 0; j < num_segments; j++)
+            if (h[j + 1] < h[j]) {
+                st = gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: offsets decrease: offsets[%llu] = %lld, offsets[%llu] = %lld",
+                             fn, (unsigned long long)j, (long long)h[j], (unsigned long long)j + 1,
+                             (long long)h[j + 1]);
+                break;
+            }
+    free(h);
+    return st;
+}

@@ -1,0 +1,55 @@
+/* Argument checks of the entry points (core/api.c). The cheap ones need no driver, so a
+ * caller learns of a bad argument anywhere, and come first; those that ask the driver
+ * about a pointer or a stream come after the context is resolved. Each returns the status
+ * and sets the message naming the function (`fn`) and the argument. */
+#ifndef GS_CORE_VALIDATE_H
+#define GS_CORE_VALIDATE_H
+
+#include <stdint.h>
+
+#include "driver.h"
+
+typedef struct gs_context gs_context;
+
+/* ---- on the arguments alone ---------------------------------------------------------- */
+
+/* gs_reduce / gs_reduce_ex: dtype, op, the options, in, n and out. *out_dtype gets the
+ * output type the options ask for (the default for dtype and op when opts is NULL or says
+ * GS_OUT_DEFAULT). */
+gs_status gs_check_reduce(const void *in, uint64_t n, gs_dtype dtype, gs_op op, const void *out,
+                          const gs_reduce_options *opts, gs_dtype *out_dtype);
+
+/* gs_segmented_reduce: dtype, op, flags, in, n, offsets, num_segments and out (the
+ * offsets' values are the kernel's business, or gs_check_offsets'). */
+gs_status gs_check_segmented(const void *in, uint64_t n, gs_dtype dtype, gs_op op, const int64_t *offsets,
+                             uint64_t num_segments, const void *out, uint32_t flags);
+
+/* ---- once the context is known ------------------------------------------------------- */
+
+/* ctx's backend offers op over dtype written as out_dtype. */
+gs_status gs_check_supported(const gs_context *ctx, const char *fn, gs_dtype dtype, gs_op op, gs_dtype out_dtype);
+
+/* ---- asking the driver ------------------------------------------------------------------ */
+
+/* [p, p + bytes) is memory the device can reach (GS_ERROR_INVALID_POINTER otherwise) and
+ * inside one allocation (GS_ERROR_INVALID_ARGUMENT). *start and *memtype, when not NULL,
+ * get the allocation's start (0 if the driver reports no range) and the memory type. */
+gs_status gs_check_pointer(const gs_driver *drv, const char *fn, const char *name, const void *p, uint64_t bytes,
+                           CUdeviceptr *start, unsigned int *memtype);
+
+/* *cap gets whether `stream` is being captured; a capture invalidated earlier is an error
+ * (anything queued into it would be lost). */
+gs_status gs_check_capture(gs_context *ctx, CUstream stream, const char *fn, CUstreamCaptureStatus *cap);
+
+/* `stream` belongs to ctx's CUDA context (a stream of another one would run our launch
+ * there, with our workspace). Not for a capturing stream: stream queries may invalidate a
+ * capture. NULL and the per-thread stream resolve to the current context, ctx's. */
+gs_status gs_check_stream_owner(gs_context *ctx, CUstream stream, const char *fn);
+
+/* GS_SEGMENTED_CHECK_OFFSETS: offsets[0] >= 0, non-decreasing, offsets[num_segments] <= n,
+ * read on the host once the stream's earlier work (which may write them) is done. Refused
+ * while `stream` is being captured (it cannot synchronise). ctx->cu must be current. */
+gs_status gs_check_offsets(gs_context *ctx, const int64_t *offsets, uint64_t num_segments, uint64_t n,
+                           CUstream stream);
+
+#endif
