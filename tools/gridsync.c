@@ -7,14 +7,11 @@
  * and runs, and says "no CUDA driver", on machines without CUDA.
  *
  * Checking. Inputs are fresh random data from a seed (printed; --seed replays it), chosen
- * per operation so the reference is meaningful (see make_input). The host reference is
- * exact for integers (with two's complement wrap-around at the type's width) and for
- * MIN/MAX/ARGMIN/ARGMAX; float SUM and PROD are computed in long double (SUM with Kahan
- * compensation) and accepted within the classic bound of recursive evaluation in the
- * accumulator type: |result - exact| <= n * eps * sum|x| for SUM, n * eps * |prod| for
- * PROD, plus the one final rounding of float16/bfloat16 (gridsync.h: accumulated in
- * float32, rounded once). When every input is an integer and sum|x| fits the accumulator's
- * significand, no rounding can happen at all, and the result must match exactly.
+ * per operation so the reference is meaningful (see make_input). The reference and the
+ * check are hostref's (hostref/hostref.h) with its rigorous tolerance: integers and
+ * MIN/MAX/ARGMIN/ARGMAX exact; float SUM and PROD within n * eps * sum|x| (|prod|) of the
+ * exact value plus the final rounding of float16/bfloat16, and exact when every partial
+ * sum provably is.
  *
  * The tool never assumes which dtype/op pairs the library implements: a pair it answers
  * GS_ERROR_UNSUPPORTED for is reported (reduce) or counted and skipped (selftest).
@@ -37,7 +34,9 @@
 #include <unistd.h>
 
 #include "cudashim.h"
+#include "dtype.h"
 #include "gridsync.h"
+#include "hostref.h"
 
 enum {
     EXIT_OK = 0,
@@ -48,21 +47,14 @@ enum {
 };
 
 /* ======================================================================================
- * Random numbers: splitmix64, one global stream, reseeded for every input.
+ * Random numbers: splitmix64 (hostref_rand), one global stream, reseeded for every input.
  * ====================================================================================== */
 
 static uint64_t g_rng;
 
-static uint64_t mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 static uint64_t rnd(void)
 {
-    return mix64(g_rng += 0x9e3779b97f4a7c15ull);
+    return hostref_rand(&g_rng);
 }
 
 /* Uniform in [0, m), m >= 1 (the modulo bias is below 2^-40 for the m used here). */
@@ -71,179 +63,38 @@ static uint64_t rnd_below(uint64_t m)
     return rnd() % m;
 }
 
-/* Uniform in [-1, 1), 53 random bits. */
 static double rnd_unit(void)
 {
-    return (double)(rnd() >> 11) * (2.0 / 9007199254740992.0) - 1.0;
+    return hostref_rand_unit(&g_rng);
 }
 
 /* ======================================================================================
- * float16 and bfloat16 on the host (IEEE binary16 and the upper half of binary32), with
- * round-to-nearest-even, subnormals, infinities and NaN.
- * ====================================================================================== */
-
-static float bits_to_float(uint32_t x)
-{
-    float f;
-    memcpy(&f, &x, sizeof f);
-    return f;
-}
-
-static uint32_t float_to_bits(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, sizeof x);
-    return x;
-}
-
-static float half_to_float(uint16_t h)
-{
-    const uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
-    if (exp == 0) { /* zero or subnormal: man * 2^-24, exact in float */
-        float f = ldexpf((float)man, -24);
-        return sign ? -f : f;
-    }
-    if (exp == 31) /* infinity or NaN (payload kept in the top bits) */
-        return bits_to_float(sign | 0x7f800000u | (man << 13));
-    return bits_to_float(sign | ((exp + 112u) << 23) | (man << 13));
-}
-
-static uint16_t float_to_half(float f)
-{
-    uint32_t x = float_to_bits(f);
-    const uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
-    x &= 0x7fffffffu;
-    if (x > 0x7f800000u) /* NaN: a quiet one */
-        return (uint16_t)(sign | 0x7e00u);
-    if (x >= 0x477ff000u) /* >= 65520 (halfway between 65504 and 2^16) rounds to infinity */
-        return (uint16_t)(sign | 0x7c00u);
-    if (x < 0x38800000u) { /* below 2^-14: a subnormal half (or zero, or 2^-14 itself) */
-        /* |f| * 2^24 < 2^10 is exact; rintf rounds to nearest even (the default mode). */
-        float units = rintf(ldexpf(bits_to_float(x), 24));
-        return (uint16_t)(sign | (uint16_t)units);
-    }
-    uint32_t h = ((x >> 23) - 112u) << 10 | ((x & 0x7fffffu) >> 13);
-    const uint32_t rest = x & 0x1fffu;
-    if (rest > 0x1000u || (rest == 0x1000u && (h & 1u)))
-        h++; /* a carry into the exponent is the right answer, up to infinity */
-    return (uint16_t)(sign | h);
-}
-
-static float bf16_to_float(uint16_t b)
-{
-    return bits_to_float((uint32_t)b << 16);
-}
-
-static uint16_t float_to_bf16(float f)
-{
-    uint32_t x = float_to_bits(f);
-    if ((x & 0x7fffffffu) > 0x7f800000u)
-        return (uint16_t)((x >> 16) | 0x40u); /* NaN stays NaN (quiet) */
-    x += 0x7fffu + ((x >> 16) & 1u);
-    return (uint16_t)(x >> 16);
-}
-
-/* ======================================================================================
- * The dtype table: everything the tool knows about each gs_dtype.
+ * What the tool adds to internal/dtype.h's facts about each gs_dtype.
  * ====================================================================================== */
 
 typedef enum { K_SIGNED, K_UNSIGNED, K_FLOAT } num_kind;
 
 typedef struct dtype_info {
     gs_dtype id;
-    const char *name;    /* as internal/dtype.h spells it: "i32", "f16", ... */
-    const char *alias;   /* the long name also accepted: "int32", "float16", ... */
-    unsigned size;       /* bytes per element */
-    unsigned bits;       /* 8 * size */
+    const char *alias; /* the long name also accepted: "int32", "float16", ... */
     num_kind kind;
-    /* floats only */
-    int digits;          /* significand bits, hidden bit included: 24, 53, 11, 8 */
-    int acc_digits;      /* of the type the library accumulates in (float32 for the halves) */
-    long double tiny;    /* the smallest positive subnormal */
-    int print_digits;    /* significant decimal digits that tell every value apart */
-    long double (*load)(const void *p, uint64_t i);
-    void (*store)(void *p, uint64_t i, long double v);
     /* integers only: range for SUM data, [-sum_range, sum_range] or [0, 2 * sum_range] */
     uint64_t sum_range;
 } dtype_info;
 
-static long double load_f32(const void *p, uint64_t i)
-{
-    float v;
-    memcpy(&v, (const char *)p + i * 4, 4);
-    return v;
-}
-static void store_f32(void *p, uint64_t i, long double v)
-{
-    float f = (float)v;
-    memcpy((char *)p + i * 4, &f, 4);
-}
-static long double load_f64(const void *p, uint64_t i)
-{
-    double v;
-    memcpy(&v, (const char *)p + i * 8, 8);
-    return v;
-}
-static void store_f64(void *p, uint64_t i, long double v)
-{
-    double d = (double)v;
-    memcpy((char *)p + i * 8, &d, 8);
-}
-static long double load_f16(const void *p, uint64_t i)
-{
-    uint16_t h;
-    memcpy(&h, (const char *)p + i * 2, 2);
-    return half_to_float(h);
-}
-static void store_f16(void *p, uint64_t i, long double v)
-{
-    uint16_t h = float_to_half((float)v); /* two roundings: fine for data, which is what it is */
-    memcpy((char *)p + i * 2, &h, 2);
-}
-static long double load_bf16(const void *p, uint64_t i)
-{
-    uint16_t b;
-    memcpy(&b, (const char *)p + i * 2, 2);
-    return bf16_to_float(b);
-}
-static void store_bf16(void *p, uint64_t i, long double v)
-{
-    uint16_t b = float_to_bf16((float)v);
-    memcpy((char *)p + i * 2, &b, 2);
-}
-
-#define INT_TYPE(id, name, alias, size, kind, range) \
-    {id, name, alias, size, 8 * (size), kind, 0, 0, 0, 0, NULL, NULL, range}
-#define FLOAT_TYPE(id, name, alias, size, digits, acc, tiny, pd, ld, st) \
-    {id, name, alias, size, 8 * (size), K_FLOAT, digits, acc, tiny, pd, ld, st, 0}
-
 /* Indexed by gs_dtype (checked in main). */
 static const dtype_info k_dtypes[] = {
-    INT_TYPE(GS_INT32, "i32", "int32", 4, K_SIGNED, 1000),
-    INT_TYPE(GS_UINT32, "u32", "uint32", 4, K_UNSIGNED, 1000),
-    INT_TYPE(GS_INT64, "i64", "int64", 8, K_SIGNED, 1ull << 40),
-    INT_TYPE(GS_UINT64, "u64", "uint64", 8, K_UNSIGNED, 1ull << 40),
-    FLOAT_TYPE(GS_FLOAT32, "f32", "float32", 4, 24, 24, 0x1p-149L, 9, load_f32, store_f32),
-    FLOAT_TYPE(GS_FLOAT64, "f64", "float64", 8, 53, 53, 0x1p-1074L, 17, load_f64, store_f64),
-    FLOAT_TYPE(GS_FLOAT16, "f16", "float16", 2, 11, 24, 0x1p-24L, 5, load_f16, store_f16),
-    FLOAT_TYPE(GS_BFLOAT16, "bf16", "bfloat16", 2, 8, 24, 0x1p-133L, 4, load_bf16, store_bf16),
-    INT_TYPE(GS_INT8, "i8", "int8", 1, K_SIGNED, 100),
-    INT_TYPE(GS_UINT8, "u8", "uint8", 1, K_UNSIGNED, 100),
+    {GS_INT32, "int32", K_SIGNED, 1000},         {GS_UINT32, "uint32", K_UNSIGNED, 1000},
+    {GS_INT64, "int64", K_SIGNED, 1ull << 40},   {GS_UINT64, "uint64", K_UNSIGNED, 1ull << 40},
+    {GS_FLOAT32, "float32", K_FLOAT, 0},         {GS_FLOAT64, "float64", K_FLOAT, 0},
+    {GS_FLOAT16, "float16", K_FLOAT, 0},         {GS_BFLOAT16, "bfloat16", K_FLOAT, 0},
+    {GS_INT8, "int8", K_SIGNED, 100},            {GS_UINT8, "uint8", K_UNSIGNED, 100},
 };
 #define NDTYPES ((int)(sizeof k_dtypes / sizeof k_dtypes[0]))
 
-typedef struct op_info {
-    gs_op id;
-    const char *name;  /* as internal/dtype.h spells it */
-    const char *alias; /* also accepted */
-} op_info;
-
-static const op_info k_ops[] = {
-    {GS_OP_SUM, "sum", "add"},       {GS_OP_PROD, "prod", "mul"},       {GS_OP_MIN, "min", NULL},
-    {GS_OP_MAX, "max", NULL},        {GS_OP_ARGMIN, "argmin", NULL},    {GS_OP_ARGMAX, "argmax", NULL},
-    {GS_OP_BIT_AND, "and", "bit_and"}, {GS_OP_BIT_OR, "or", "bit_or"}, {GS_OP_BIT_XOR, "xor", "bit_xor"},
-};
-#define NOPS ((int)(sizeof k_ops / sizeof k_ops[0]))
+/* Aliases the command line also accepts (internal/dtype.h spells the names). */
+static const char *const k_op_alias[] = {"add", "mul", NULL, NULL, NULL, NULL, "bit_and", "bit_or", "bit_xor"};
+#define NOPS GS_OP_COUNT
 
 static int is_arg_op(gs_op op)
 {
@@ -258,75 +109,7 @@ static int is_bit_op(gs_op op)
 /* Bytes of gs_reduce's (default) result. */
 static unsigned out_size(const dtype_info *t, gs_op op)
 {
-    return is_arg_op(op) ? 8u : t->size;
-}
-
-static uint64_t type_mask(const dtype_info *t)
-{
-    return t->bits == 64 ? ~0ull : (1ull << t->bits) - 1;
-}
-
-/* Integers: the raw bits, zero-extended (little endian: the low bytes come first). */
-static uint64_t load_bits(const dtype_info *t, const void *p, uint64_t i)
-{
-    const unsigned char *q = (const unsigned char *)p + i * t->size;
-    switch (t->size) {
-    case 1: return *q;
-    case 2: { uint16_t v; memcpy(&v, q, 2); return v; }
-    case 4: { uint32_t v; memcpy(&v, q, 4); return v; }
-    default: { uint64_t v; memcpy(&v, q, 8); return v; }
-    }
-}
-
-static void store_bits(const dtype_info *t, void *p, uint64_t i, uint64_t v)
-{
-    unsigned char *q = (unsigned char *)p + i * t->size;
-    switch (t->size) {
-    case 1: *q = (unsigned char)v; break;
-    case 2: { uint16_t w = (uint16_t)v; memcpy(q, &w, 2); break; }
-    case 4: { uint32_t w = (uint32_t)v; memcpy(q, &w, 4); break; }
-    default: memcpy(q, &v, 8); break;
-    }
-}
-
-/* The signed value of raw bits of a t->bits wide two's complement integer. */
-static int64_t sign_extend(const dtype_info *t, uint64_t v)
-{
-    if (t->bits == 64)
-        return (int64_t)v;
-    const uint64_t sign = 1ull << (t->bits - 1);
-    return (int64_t)((v ^ sign) - sign);
-}
-
-static int int_less(const dtype_info *t, uint64_t a, uint64_t b)
-{
-    return t->kind == K_SIGNED ? sign_extend(t, a) < sign_extend(t, b) : a < b;
-}
-
-static void format_int(const dtype_info *t, gs_op op, uint64_t v, char *buf, size_t len)
-{
-    if (is_bit_op(op))
-        snprintf(buf, len, "0x%0*" PRIx64, (int)(t->size * 2), v & type_mask(t));
-    else if (t->kind == K_SIGNED)
-        snprintf(buf, len, "%" PRId64, sign_extend(t, v));
-    else
-        snprintf(buf, len, "%" PRIu64, v & type_mask(t));
-}
-
-static void format_float(const dtype_info *t, long double v, char *buf, size_t len)
-{
-    snprintf(buf, len, "%.*Lg", t->print_digits, v);
-}
-
-/* A value exactly representable in the accumulator, rounded once to t (nearest even). */
-static long double round_to(const dtype_info *t, long double v)
-{
-    switch (t->id) {
-    case GS_FLOAT16: return half_to_float(float_to_half((float)v));
-    case GS_BFLOAT16: return bf16_to_float(float_to_bf16((float)v));
-    case GS_FLOAT32: return (float)v;
-    default: return (double)v;
-    }
+    return (unsigned)gs_dtype_size(hostref_default_out(t->id, op));
 }
 
 /* ======================================================================================
@@ -397,7 +180,7 @@ static void fill_float(const dtype_info *t, gs_op op, data_kind kind, void *p, u
     float_exponents(t, n, &kmin, &kmax);
     if (kind == DATA_INT) {
         for (uint64_t i = 0; i < n; i++)
-            t->store(p, i, (long double)((int)rnd_below(17) - 8));
+            hostref_store(t->id, p, i, (long double)((int)rnd_below(17) - 8));
         return;
     }
     if (op == GS_OP_PROD) {
@@ -411,8 +194,8 @@ static void fill_float(const dtype_info *t, gs_op op, data_kind kind, void *p, u
             else if (log2_prefix < -4)
                 u = fabs(u);
             long double v = exp2l(u) * ((rnd() & 1) ? -1 : 1);
-            t->store(p, i, v);
-            log2_prefix += log2l(fabsl(t->load(p, i)));
+            hostref_store(t->id, p, i, v);
+            log2_prefix += log2l(fabsl(hostref_load(t->id, p, i)));
         }
         return;
     }
@@ -422,17 +205,17 @@ static void fill_float(const dtype_info *t, gs_op op, data_kind kind, void *p, u
         for (uint64_t k = 0; k < np; k++)
             palette[k] = rnd_float_mixed(kmin, kmax);
         for (uint64_t i = 0; i < n; i++)
-            t->store(p, i, palette[rnd_below(np)]);
+            hostref_store(t->id, p, i, palette[rnd_below(np)]);
         if (kind == DATA_NAN && n > 0) {
             uint64_t first = rnd_below(n);
-            t->store(p, first, (long double)NAN);
+            hostref_store(t->id, p, first, (long double)NAN);
             if (n - first > 1)
-                t->store(p, first + 1 + rnd_below(n - first - 1), (long double)NAN);
+                hostref_store(t->id, p, first + 1 + rnd_below(n - first - 1), (long double)NAN);
         }
         return;
     }
     for (uint64_t i = 0; i < n; i++) /* SUM (and the bitwise ops, which floats do not have) */
-        t->store(p, i, rnd_float_mixed(kmin, kmax));
+        hostref_store(t->id, p, i, rnd_float_mixed(kmin, kmax));
 }
 
 static void fill_int(const dtype_info *t, gs_op op, void *p, uint64_t n)
@@ -443,33 +226,33 @@ static void fill_int(const dtype_info *t, gs_op op, void *p, uint64_t n)
         const uint64_t r = t->sum_range;
         for (uint64_t i = 0; i < n; i++) {
             uint64_t v = rnd_below(2 * r + 1);
-            store_bits(t, p, i, sgn ? v - r : v);
+            hostref_store_bits(t->id, p, i, sgn ? v - r : v);
         }
         break;
     }
     case GS_OP_PROD:
         for (uint64_t i = 0; i < n; i++) {
             uint64_t v = 2 * rnd_below(16);
-            store_bits(t, p, i, sgn ? v - 15 : v + 1);
+            hostref_store_bits(t->id, p, i, sgn ? v - 15 : v + 1);
         }
         break;
     case GS_OP_BIT_AND:
     case GS_OP_BIT_OR:
-        memset(p, 0, (size_t)(n * t->size));
+        memset(p, 0, (size_t)(n * gs_dtype_size(t->id)));
         if (n) {
-            for (unsigned b = 0; b < t->bits; b++)
+            for (unsigned b = 0; b < 8 * gs_dtype_size(t->id); b++)
                 for (uint64_t events = rnd_below(3); events > 0; events--) {
                     uint64_t i = rnd_below(n);
-                    store_bits(t, p, i, load_bits(t, p, i) | (1ull << b));
+                    hostref_store_bits(t->id, p, i, hostref_load_bits(t->id, p, i) | (1ull << b));
                 }
         }
         if (op == GS_OP_BIT_AND)
             for (uint64_t i = 0; i < n; i++)
-                store_bits(t, p, i, ~load_bits(t, p, i));
+                hostref_store_bits(t->id, p, i, ~hostref_load_bits(t->id, p, i));
         break;
     case GS_OP_BIT_XOR:
         for (uint64_t i = 0; i < n; i++)
-            store_bits(t, p, i, rnd());
+            hostref_store_bits(t->id, p, i, rnd());
         break;
     default: { /* MIN, MAX, ARGMIN, ARGMAX */
         uint64_t palette[1024];
@@ -477,7 +260,7 @@ static void fill_int(const dtype_info *t, gs_op op, void *p, uint64_t n)
         for (uint64_t k = 0; k < np; k++)
             palette[k] = rnd();
         for (uint64_t i = 0; i < n; i++)
-            store_bits(t, p, i, palette[rnd_below(np)]);
+            hostref_store_bits(t->id, p, i, palette[rnd_below(np)]);
         break;
     }
     }
@@ -489,9 +272,9 @@ static void make_input(const dtype_info *t, gs_op op, data_kind kind, void *buf,
 {
     g_rng = seed;
     unsigned char *b = buf;
-    for (uint64_t i = 0; i < offset * t->size; i++)
+    for (uint64_t i = 0; i < offset * gs_dtype_size(t->id); i++)
         b[i] = (unsigned char)rnd();
-    void *p = b + offset * t->size;
+    void *p = b + offset * gs_dtype_size(t->id);
     if (t->kind == K_FLOAT)
         fill_float(t, op, kind, p, n);
     else
@@ -499,222 +282,16 @@ static void make_input(const dtype_info *t, gs_op op, data_kind kind, void *buf,
 }
 
 /* ======================================================================================
- * The host reference and the check of one result.
+ * The check of one result: hostref's reference, within the rigorous bound.
  * ====================================================================================== */
 
-typedef struct verdict {
-    int ok;
-    char got[96];
-    char want[96];
-    char note[240]; /* how it was compared */
-    int suspicious; /* within the rigorous bound, beyond the probabilistic one */
-} verdict;
-
-/* The exponent of the lowest set bit of a finite nonzero x: x is an odd multiple of 2^q.
- * Elements come from types with at most 53 significand bits, so m * 2^64 is an integer. */
-static int low_bit_exponent(long double x)
-{
-    int e;
-    uint64_t m = (uint64_t)ldexpl(frexpl(fabsl(x), &e), 64);
-    int q = e - 64;
-    while (!(m & 1)) {
-        m >>= 1;
-        q++;
-    }
-    return q;
-}
-
-static void describe_index(const dtype_info *t, const void *data, uint64_t n, int64_t idx, char *buf, size_t len)
-{
-    char val[64] = "";
-    if (idx >= 0 && (uint64_t)idx < n) {
-        if (t->kind == K_FLOAT)
-            format_float(t, t->load(data, (uint64_t)idx), val, sizeof val);
-        else
-            format_int(t, GS_OP_MIN, load_bits(t, data, (uint64_t)idx), val, sizeof val);
-        snprintf(buf, len, "index %" PRId64 " (value %s)", idx, val);
-    } else {
-        snprintf(buf, len, "index %" PRId64 "%s", idx, idx == -1 ? " (none)" : " (out of range)");
-    }
-}
-
-static void verify_arg(const dtype_info *t, gs_op op, const void *data, uint64_t n, const unsigned char *got,
-                       verdict *v)
-{
-    const int want_max = op == GS_OP_ARGMAX;
-    int64_t want = -1;
-    if (t->kind == K_FLOAT) {
-        long double best = 0;
-        for (uint64_t i = 0; i < n; i++) {
-            long double x = t->load(data, i);
-            if (x != x) { /* the first NaN wins over everything */
-                want = (int64_t)i;
-                break;
-            }
-            if (want < 0 || (want_max ? x > best : x < best)) {
-                want = (int64_t)i;
-                best = x;
-            }
-        }
-    } else {
-        uint64_t best = 0;
-        for (uint64_t i = 0; i < n; i++) {
-            uint64_t x = load_bits(t, data, i);
-            if (want < 0 || (want_max ? int_less(t, best, x) : int_less(t, x, best))) {
-                want = (int64_t)i;
-                best = x;
-            }
-        }
-    }
-    int64_t idx;
-    memcpy(&idx, got, 8);
-    v->ok = idx == want;
-    describe_index(t, data, n, idx, v->got, sizeof v->got);
-    describe_index(t, data, n, want, v->want, sizeof v->want);
-    snprintf(v->note, sizeof v->note, "exact (first %s%s)", want_max ? "maximum" : "minimum",
-             t->kind == K_FLOAT ? ", or first NaN" : "");
-}
-
-static void verify_int(const dtype_info *t, gs_op op, const void *data, uint64_t n, const unsigned char *got,
-                       verdict *v)
-{
-    const uint64_t mask = type_mask(t);
-    const uint64_t top = t->kind == K_SIGNED ? mask >> 1 : mask;           /* the type's max */
-    const uint64_t bottom = t->kind == K_SIGNED ? (mask >> 1) + 1 : 0;     /* the type's min */
-    uint64_t acc;
-    switch (op) {
-    case GS_OP_PROD: acc = 1; break;
-    case GS_OP_MIN: acc = top; break;
-    case GS_OP_MAX: acc = bottom; break;
-    case GS_OP_BIT_AND: acc = mask; break;
-    default: acc = 0; break;
-    }
-    for (uint64_t i = 0; i < n; i++) {
-        const uint64_t x = load_bits(t, data, i);
-        switch (op) {
-        case GS_OP_SUM: acc += x; break; /* modulo 2^64, then the low bits: two's complement wrap */
-        case GS_OP_PROD: acc *= x; break;
-        case GS_OP_MIN: if (int_less(t, x, acc)) acc = x; break;
-        case GS_OP_MAX: if (int_less(t, acc, x)) acc = x; break;
-        case GS_OP_BIT_AND: acc &= x; break;
-        case GS_OP_BIT_OR: acc |= x; break;
-        default: acc ^= x; break;
-        }
-    }
-    acc &= mask;
-    const uint64_t g = load_bits(t, got, 0);
-    v->ok = g == acc;
-    format_int(t, op, g, v->got, sizeof v->got);
-    format_int(t, op, acc, v->want, sizeof v->want);
-    if (op == GS_OP_SUM || op == GS_OP_PROD)
-        snprintf(v->note, sizeof v->note, "exact (two's complement, wrapping at %u bits)", t->bits);
-    else
-        snprintf(v->note, sizeof v->note, "exact");
-}
-
-static void verify_float(const dtype_info *t, gs_op op, const void *data, uint64_t n, const unsigned char *got,
-                         verdict *v)
-{
-    const long double r = t->load(got, 0);
-    format_float(t, r, v->got, sizeof v->got);
-
-    if (op == GS_OP_MIN || op == GS_OP_MAX) {
-        long double best = op == GS_OP_MIN ? (long double)INFINITY : -(long double)INFINITY;
-        for (uint64_t i = 0; i < n; i++) {
-            long double x = t->load(data, i);
-            if (x != x) {
-                best = x;
-                break;
-            }
-            if (op == GS_OP_MIN ? x < best : x > best)
-                best = x;
-        }
-        v->ok = best != best ? r != r : r == best;
-        format_float(t, best, v->want, sizeof v->want);
-        snprintf(v->note, sizeof v->note, "exact (NaN propagates)");
-        return;
-    }
-    if (op != GS_OP_SUM && op != GS_OP_PROD) { /* bitwise ops over floats: never a valid result */
-        v->ok = 0;
-        snprintf(v->want, sizeof v->want, "GS_ERROR_UNSUPPORTED");
-        snprintf(v->note, sizeof v->note, "bitwise operations are not defined for floating-point types");
-        return;
-    }
-
-    /* SUM (Kahan-compensated) or PROD in long double; for SUM also sum|x| and the weight
-     * 2^q of the lowest set bit over all elements. */
-    long double ref = op == GS_OP_SUM ? 0 : 1, comp = 0, abs_sum = 0;
-    int finite = 1, q = INT_MAX;
-    for (uint64_t i = 0; i < n; i++) {
-        const long double x = t->load(data, i);
-        if (!isfinite(x))
-            finite = 0;
-        if (op == GS_OP_SUM) {
-            const long double y = x - comp, s = ref + y;
-            comp = (s - ref) - y;
-            ref = s;
-            abs_sum += fabsl(x);
-            if (x != 0 && finite) {
-                const int qi = low_bit_exponent(x);
-                q = qi < q ? qi : q;
-            }
-        } else {
-            ref *= x;
-        }
-    }
-    const long double u = ldexpl(1.0L, -t->acc_digits); /* unit roundoff of the accumulator */
-    const int rounds_at_end = t->acc_digits != t->digits;
-    format_float(t, ref, v->want, sizeof v->want);
-    if (!finite) { /* not data this tool makes; compare what can be compared */
-        v->ok = (ref != ref) ? r != r : r == ref;
-        snprintf(v->note, sizeof v->note, "non-finite input: exact");
-        return;
-    }
-    if (op == GS_OP_SUM && (q == INT_MAX /* n == 0, or only zeros */ || abs_sum <= ldexpl(1.0L, t->acc_digits + q))) {
-        /* Every element is a multiple of 2^q, so is every partial sum, in any order, and
-         * none exceeds sum|x| <= 2^(p+q): all of them are exact in the accumulator (and in
-         * long double). The result is the exact sum, rounded once to the type. */
-        const long double want = round_to(t, ref);
-        v->ok = r == want;
-        format_float(t, want, v->want, sizeof v->want);
-        if (q == INT_MAX)
-            snprintf(v->note, sizeof v->note, "exact (%s)", n ? "all zeros" : "n = 0: the identity");
-        else
-            snprintf(v->note, sizeof v->note, "exact (elements are multiples of 2^%d and sum|x| <= 2^%d: no rounding%s)",
-                     q, t->acc_digits + q, rounds_at_end ? " but the final one" : "");
-        return;
-    }
-    /* The rigorous bound of any evaluation order: n * eps * sum|x| (SUM), n * eps * |prod|
-     * (PROD), eps = 2u of the accumulator, plus the final rounding of the half types. */
-    const long double scale = op == GS_OP_SUM ? abs_sum : fabsl(ref);
-    const long double err = (long double)n * 2 * u * scale;
-    long double bound = err;
-    if (rounds_at_end)
-        bound += ldexpl(1.0L, -t->digits) * (fabsl(ref) + err) + t->tiny / 2;
-    /* Higham and Mary's probabilistic bound (SIAM J. Sci. Comput. 41(5), 2019) with
-     * lambda = 8: rounding errors that behave like independent random variables exceed it
-     * with probability below 2n exp(-32) (< 1e-7 for n < 2^23). Informational: beyond it
-     * the result is suspicious, not proven wrong. */
-    long double likely = expm1l(8 * sqrtl((long double)n) * u + (long double)n * u * u / (1 - u)) * scale;
-    if (rounds_at_end)
-        likely += ldexpl(1.0L, -t->digits) * (fabsl(ref) + likely) + t->tiny / 2;
-    const long double diff = fabsl(r - ref);
-    v->ok = isfinite(r) && diff <= bound;
-    v->suspicious = v->ok && diff > likely;
-    snprintf(v->note, sizeof v->note, "|diff| %.3Lg %s bound %.3Lg = n*eps*%s%s; likely |diff| <= %.3Lg", diff,
-             v->ok ? "<=" : ">", bound, op == GS_OP_SUM ? "sum|x|" : "|prod|",
-             rounds_at_end ? " + final rounding" : "", likely);
-}
+typedef hostref_verdict verdict;
 
 static void verify(const dtype_info *t, gs_op op, const void *data, uint64_t n, const unsigned char *got, verdict *v)
 {
-    memset(v, 0, sizeof *v);
-    if (is_arg_op(op))
-        verify_arg(t, op, data, n, got, v);
-    else if (t->kind == K_FLOAT)
-        verify_float(t, op, data, n, got, v);
-    else
-        verify_int(t, op, data, n, got, v);
+    hostref_ref r;
+    hostref_reduce(&r, t->id, op, hostref_default_out(t->id, op), data, n);
+    hostref_check(&r, data, got, &hostref_rigorous, v);
 }
 
 /* ======================================================================================
@@ -782,7 +359,7 @@ static int report_shim_init(cushim_status st)
 static const dtype_info *parse_dtype(const char *s)
 {
     for (int i = 0; i < NDTYPES; i++)
-        if (strcmp(s, k_dtypes[i].name) == 0 || strcmp(s, k_dtypes[i].alias) == 0)
+        if (strcmp(s, gs_dtype_name(k_dtypes[i].id)) == 0 || strcmp(s, k_dtypes[i].alias) == 0)
             return &k_dtypes[i];
     if (strcmp(s, "half") == 0)
         return &k_dtypes[GS_FLOAT16];
@@ -796,8 +373,8 @@ static const dtype_info *parse_dtype(const char *s)
 static gs_op parse_op(const char *s)
 {
     for (int i = 0; i < NOPS; i++)
-        if (strcmp(s, k_ops[i].name) == 0 || (k_ops[i].alias && strcmp(s, k_ops[i].alias) == 0))
-            return k_ops[i].id;
+        if (strcmp(s, gs_op_name((gs_op)i)) == 0 || (k_op_alias[i] && strcmp(s, k_op_alias[i]) == 0))
+            return (gs_op)i;
     usage_error("unknown op '%s' (one of: sum prod min max argmin argmax and or xor)", s);
 }
 
@@ -886,7 +463,7 @@ static uint64_t time_seed(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     /* printed, and short enough to retype */
-    return mix64((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + ((uint64_t)getpid() << 32)) %
+    return hostref_mix64((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + ((uint64_t)getpid() << 32)) %
            1000000000000ull;
 }
 
@@ -1182,8 +759,8 @@ static int cmd_reduce(int argc, char **argv)
     if (kind == DATA_NAN && !(t->kind == K_FLOAT && (op == GS_OP_MIN || op == GS_OP_MAX || is_arg_op(op))))
         usage_error("--data nan is for float MIN, MAX, ARGMIN and ARGMAX");
     /* host and device buffers of (offset + n) elements must be addressable */
-    if (n > (SIZE_MAX / 2) / t->size - offset)
-        usage_error("--count %" PRIu64 " with --offset %" PRIu64 " is too large for %s", n, offset, t->name);
+    if (n > (SIZE_MAX / 2) / gs_dtype_size(t->id) - offset)
+        usage_error("--count %" PRIu64 " with --offset %" PRIu64 " is too large for %s", n, offset, gs_dtype_name(t->id));
     if (!have_seed)
         seed = time_seed();
 
@@ -1192,14 +769,14 @@ static int cmd_reduce(int argc, char **argv)
     if (rc)
         return session_close(&s, rc);
 
-    const size_t bytes = (size_t)((offset + n) * t->size), in_bytes = (size_t)(n * t->size);
+    const size_t bytes = (size_t)((offset + n) * gs_dtype_size(t->id)), in_bytes = (size_t)(n * gs_dtype_size(t->id));
     const unsigned osize = out_size(t, op);
     unsigned char *host = malloc(bytes ? bytes : 1);
     cushim_ptr dbuf = 0, dout = 0;
     cushim_event ev[2] = {NULL, NULL};
     unsigned char got[2 * OUT_SLOT], again[2 * OUT_SLOT];
 
-    printf("gridsync reduce: %s %s, n = %" PRIu64, t->name, k_ops[op].name, n);
+    printf("gridsync reduce: %s %s, n = %" PRIu64, gs_dtype_name(t->id), gs_op_name(op), n);
     print_bytes(" (", (double)in_bytes);
     printf(")%s", offset ? "" : "\n");
     if (offset)
@@ -1227,7 +804,7 @@ static int cmd_reduce(int argc, char **argv)
         rc = report_shim("copying the input to the device");
         goto done;
     }
-    const cushim_ptr din = dbuf + offset * t->size;
+    const cushim_ptr din = dbuf + offset * gs_dtype_size(t->id);
 
     int shim_failed;
     gs_status st = launch_and_read(&s, din, n, t, op, dout, got, 1, &shim_failed);
@@ -1236,13 +813,13 @@ static int cmd_reduce(int argc, char **argv)
         goto done;
     }
     char what[64];
-    snprintf(what, sizeof what, "gs_reduce(%s %s, n = %" PRIu64 ")", t->name, k_ops[op].name, n);
+    snprintf(what, sizeof what, "gs_reduce(%s %s, n = %" PRIu64 ")", gs_dtype_name(t->id), gs_op_name(op), n);
     if (st != GS_SUCCESS) {
         rc = report_gs(what, st);
         goto done;
     }
     verdict v;
-    const unsigned char *data = host + offset * t->size;
+    const unsigned char *data = host + offset * gs_dtype_size(t->id);
     verify(t, op, data, n, got, &v);
     printf("result:    %s\n", v.got);
     printf("reference: %s\n", v.want);
@@ -1383,7 +960,7 @@ static int cmd_selftest(int argc, char **argv)
     for (int di = 0; di < NDTYPES; di++) {
         const dtype_info *t = &k_dtypes[di];
         for (int oi = 0; oi < NOPS; oi++) {
-            const gs_op op = k_ops[oi].id;
+            const gs_op op = (gs_op)oi;
             const unsigned osize = out_size(t, op);
             data_kind kinds[2] = {DATA_DEFAULT, DATA_DEFAULT};
             int nkinds = 1;
@@ -1402,16 +979,16 @@ static int cmd_selftest(int argc, char **argv)
                         if (kinds[ki] == DATA_NAN && n == 0)
                             continue;
                         const uint64_t case_seed =
-                            mix64(seed ^ mix64(((uint64_t)di << 48) | ((uint64_t)oi << 40) | (si << 16) |
+                            hostref_mix64(seed ^ hostref_mix64(((uint64_t)di << 48) | ((uint64_t)oi << 40) | (si << 16) |
                                                (fi << 8) | (uint64_t)ki));
                         make_input(t, op, kinds[ki], host, off, n, case_seed);
-                        if (cushim_h2d(dbuf, host, (size_t)((off + n) * t->size)) != 0) {
+                        if (cushim_h2d(dbuf, host, (size_t)((off + n) * gs_dtype_size(t->id))) != 0) {
                             rc = report_shim("copying an input to the device");
                             goto done;
                         }
                         unsigned char got[2 * OUT_SLOT];
                         int shim_failed;
-                        gs_status st = launch_and_read(&s, dbuf + off * t->size, n, t, op, dout, got, 2, &shim_failed);
+                        gs_status st = launch_and_read(&s, dbuf + off * gs_dtype_size(t->id), n, t, op, dout, got, 2, &shim_failed);
                         if (shim_failed) {
                             /* a failed copy or sync: the CUDA context is likely unusable now */
                             rc = report_shim("running a reduction");
@@ -1421,7 +998,7 @@ static int cmd_selftest(int argc, char **argv)
                         snprintf(replay, sizeof replay,
                                  "gridsync reduce --dtype %s --op %s --count %" PRIu64 " --offset %" PRIu64
                                  " --seed %" PRIu64 "%s%s --device %d%s%s",
-                                 t->name, k_ops[oi].name, n, off, case_seed, kinds[ki] ? " --data " : "",
+                                 gs_dtype_name(t->id), gs_op_name((gs_op)oi), n, off, case_seed, kinds[ki] ? " --data " : "",
                                  kinds[ki] ? k_data_names[kinds[ki]] : "", device, backend ? " --backend " : "",
                                  backend ? backend : "");
                         if (st == GS_ERROR_UNSUPPORTED && pair_pass + pair_fail == 0) {
@@ -1431,8 +1008,8 @@ static int cmd_selftest(int argc, char **argv)
                         }
                         if (st != GS_SUCCESS) {
                             pair_fail++;
-                            printf("FAIL %s %s n=%" PRIu64 " offset=%" PRIu64 " data=%s: gs_reduce: %s: %s\n", t->name,
-                                   k_ops[oi].name, n, off, k_data_names[kinds[ki]], gs_status_string(st),
+                            printf("FAIL %s %s n=%" PRIu64 " offset=%" PRIu64 " data=%s: gs_reduce: %s: %s\n", gs_dtype_name(t->id),
+                                   gs_op_name((gs_op)oi), n, off, k_data_names[kinds[ki]], gs_status_string(st),
                                    gs_last_error_message());
                             continue;
                         }
@@ -1440,11 +1017,11 @@ static int cmd_selftest(int argc, char **argv)
                             pair_fail++;
                             printf("FAIL %s %s: gs_reduce succeeded, but bitwise operations are not defined "
                                    "for floating-point types (GS_ERROR_UNSUPPORTED expected)\n",
-                                   t->name, k_ops[oi].name);
+                                   gs_dtype_name(t->id), gs_op_name((gs_op)oi));
                             continue;
                         }
                         verdict v;
-                        verify(t, op, host + off * t->size, n, got, &v);
+                        verify(t, op, host + off * gs_dtype_size(t->id), n, got, &v);
                         const int same = memcmp(got, got + OUT_SLOT, osize) == 0;
                         if (v.ok && same) {
                             pair_pass++;
@@ -1452,7 +1029,7 @@ static int cmd_selftest(int argc, char **argv)
                                 warnings++;
                                 printf("WARN %s %s n=%" PRIu64 " offset=%" PRIu64 " data=%s: got %s, want %s (%s): "
                                        "suspicious, not counted as a failure\n     replay: %s\n",
-                                       t->name, k_ops[oi].name, n, off, k_data_names[kinds[ki]], v.got, v.want,
+                                       gs_dtype_name(t->id), gs_op_name((gs_op)oi), n, off, k_data_names[kinds[ki]], v.got, v.want,
                                        v.note, replay);
                             }
                             continue;
@@ -1460,13 +1037,13 @@ static int cmd_selftest(int argc, char **argv)
                         pair_fail++;
                         if (!v.ok)
                             printf("FAIL %s %s n=%" PRIu64 " offset=%" PRIu64 " data=%s: got %s, want %s (%s)\n",
-                                   t->name, k_ops[oi].name, n, off, k_data_names[kinds[ki]], v.got, v.want, v.note);
+                                   gs_dtype_name(t->id), gs_op_name((gs_op)oi), n, off, k_data_names[kinds[ki]], v.got, v.want, v.note);
                         if (!same) {
                             verdict v2;
-                            verify(t, op, host + off * t->size, n, got + OUT_SLOT, &v2);
+                            verify(t, op, host + off * gs_dtype_size(t->id), n, got + OUT_SLOT, &v2);
                             printf("FAIL %s %s n=%" PRIu64 " offset=%" PRIu64 " data=%s: a second call right "
                                    "after the first gave %s, the first %s (must be identical)\n",
-                                   t->name, k_ops[oi].name, n, off, k_data_names[kinds[ki]], v2.got, v.got);
+                                   gs_dtype_name(t->id), gs_op_name((gs_op)oi), n, off, k_data_names[kinds[ki]], v2.got, v.got);
                         }
                         printf("     replay: %s\n", replay);
                     }
@@ -1476,9 +1053,9 @@ static int cmd_selftest(int argc, char **argv)
                 unsupported++;
                 if (t->kind == K_FLOAT && is_bit_op(op))
                     undefined++;
-                printf("  %-4s %-6s unsupported: %s\n", t->name, k_ops[oi].name, unsupported_msg);
+                printf("  %-4s %-6s unsupported: %s\n", gs_dtype_name(t->id), gs_op_name((gs_op)oi), unsupported_msg);
             } else {
-                printf("  %-4s %-6s %lu passed%s", t->name, k_ops[oi].name, pair_pass, pair_fail ? ", " : "\n");
+                printf("  %-4s %-6s %lu passed%s", gs_dtype_name(t->id), gs_op_name((gs_op)oi), pair_pass, pair_fail ? ", " : "\n");
                 if (pair_fail)
                     printf("%lu FAILED\n", pair_fail);
             }
@@ -1515,11 +1092,6 @@ int main(int argc, char **argv)
     for (int i = 0; i < NDTYPES; i++)
         if ((int)k_dtypes[i].id != i) {
             fprintf(stderr, "gridsync: internal error: dtype table out of order\n");
-            return EXIT_FAIL;
-        }
-    for (int i = 0; i < NOPS; i++)
-        if ((int)k_ops[i].id != i) {
-            fprintf(stderr, "gridsync: internal error: op table out of order\n");
             return EXIT_FAIL;
         }
 
