@@ -32,7 +32,6 @@
  *    checked, harmless when not (the next call is right).
  */
 #define _GNU_SOURCE
-#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -40,149 +39,31 @@
 #include <string.h>
 #include <time.h>
 
+#include "dtype.h"
 #include "gpu_check.h"
+#include "hostref.h"
 
-static unsigned long long g_rng;
+static uint64_t g_rng;
 static int g_failures, g_checks;
 /* GS_TEST_QUICK=1: small sizes and few repeats, for runs under compute-sanitizer. */
 static int g_quick;
 
 static uint64_t rnd(void)
 {
-    /* splitmix64 */
-    uint64_t z = (g_rng += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    return hostref_rand(&g_rng);
 }
 
 static double rnd_unit(void) /* [-1, 1) */
 {
-    return (double)(rnd() >> 11) * (2.0 / 9007199254740992.0) - 1.0;
+    return hostref_rand_unit(&g_rng);
 }
 
-/* ---- element types on the host --------------------------------------------------------
- * Each value is handled as a long double (floats: exact for every type here) or as 64
- * raw bits (integers: sign-extended for signed types), so one reference serves all. */
+static const gs_dtype k_types_all[] = {GS_INT8,    GS_UINT8,   GS_INT32,   GS_UINT32,  GS_INT64,
+                                       GS_UINT64,  GS_FLOAT32, GS_FLOAT64, GS_FLOAT16, GS_BFLOAT16};
 
-typedef struct type_info {
-    gs_dtype t;
-    const char *name;
-    unsigned size, bits;
-    int is_float, is_signed;
-} type_info;
-
-static const type_info k_types_all[] = {
-    {GS_INT8, "i8", 1, 8, 0, 1},      {GS_UINT8, "u8", 1, 8, 0, 0},    {GS_INT32, "i32", 4, 32, 0, 1},
-    {GS_UINT32, "u32", 4, 32, 0, 0},  {GS_INT64, "i64", 8, 64, 0, 1},  {GS_UINT64, "u64", 8, 64, 0, 0},
-    {GS_FLOAT32, "f32", 4, 32, 1, 1}, {GS_FLOAT64, "f64", 8, 64, 1, 1}, {GS_FLOAT16, "f16", 2, 16, 1, 1},
-    {GS_BFLOAT16, "bf16", 2, 16, 1, 1},
-};
-
-static const type_info *tinfo(gs_dtype t)
+static int is_signed(gs_dtype t)
 {
-    for (size_t i = 0; i < sizeof k_types_all / sizeof k_types_all[0]; i++)
-        if (k_types_all[i].t == t)
-            return &k_types_all[i];
-    abort();
-}
-
-static size_t dsize(gs_dtype t) { return tinfo(t)->size; }
-static const char *dname(gs_dtype t) { return tinfo(t)->name; }
-
-static const char *oname(gs_op o)
-{
-    static const char *const n[] = {"sum", "prod", "min", "max", "argmin", "argmax", "and", "or", "xor"};
-    return n[o];
-}
-
-static float half_to_float(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 31, man = h & 1023;
-    float f;
-    if (exp == 31)
-        f = man ? NAN : INFINITY;
-    else if (exp == 0)
-        f = ldexpf((float)man, -24);
-    else
-        f = ldexpf((float)(man | 1024), (int)exp - 25);
-    return sign ? -f : f;
-}
-
-static uint16_t float_to_half(float f) /* round to nearest even */
-{
-    if (f != f)
-        return 0x7e00;
-    uint16_t sign = signbit(f) ? 0x8000 : 0;
-    float a = fabsf(f);
-    if (a >= 65520.0f)
-        return sign | 0x7c00;
-    if (a < ldexpf(1, -14)) { /* subnormal: multiples of 2^-24 */
-        float m = nearbyintf(ldexpf(a, 24));
-        return sign | (uint16_t)m;
-    }
-    int e;
-    float m = frexpf(a, &e); /* a = m * 2^e, m in [0.5, 1) */
-    float q = nearbyintf(ldexpf(m, 11)); /* 11 significant bits */
-    if (q >= 2048.0f) {
-        q /= 2;
-        e++;
-    }
-    return sign | (uint16_t)((e + 14) << 10) | (uint16_t)((uint32_t)q & 1023);
-}
-
-static float bf16_to_float(uint16_t b)
-{
-    uint32_t u = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static uint16_t float_to_bf16(float f) /* round to nearest even */
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if (f != f)
-        return 0x7fc0;
-    return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
-}
-
-static long double getf(const void *buf, size_t i, gs_dtype t)
-{
-    switch (t) {
-    case GS_FLOAT32: return ((const float *)buf)[i];
-    case GS_FLOAT64: return ((const double *)buf)[i];
-    case GS_FLOAT16: return half_to_float(((const uint16_t *)buf)[i]);
-    case GS_BFLOAT16: return bf16_to_float(((const uint16_t *)buf)[i]);
-    default: abort();
-    }
-}
-
-static void putf(void *buf, size_t i, gs_dtype t, double v)
-{
-    switch (t) {
-    case GS_FLOAT32: ((float *)buf)[i] = (float)v; break;
-    case GS_FLOAT64: ((double *)buf)[i] = v; break;
-    case GS_FLOAT16: ((uint16_t *)buf)[i] = float_to_half((float)v); break;
-    case GS_BFLOAT16: ((uint16_t *)buf)[i] = float_to_bf16((float)v); break;
-    default: abort();
-    }
-}
-
-/* Integers as 64 raw bits, sign-extended for signed types. */
-static uint64_t geti(const void *buf, size_t i, const type_info *ti)
-{
-    uint64_t u = 0;
-    memcpy(&u, (const unsigned char *)buf + i * ti->size, ti->size);
-    if (ti->is_signed && ti->bits < 64 && (u >> (ti->bits - 1)) & 1)
-        u |= ~0ull << ti->bits;
-    return u;
-}
-
-static void puti(void *buf, size_t i, const type_info *ti, uint64_t v)
-{
-    memcpy((unsigned char *)buf + i * ti->size, &v, ti->size); /* little endian: the low bytes */
+    return t == GS_INT8 || t == GS_INT32 || t == GS_INT64;
 }
 
 /* Data, chosen per op so the reference is meaningful:
@@ -193,25 +74,15 @@ static void puti(void *buf, size_t i, const type_info *ti, uint64_t v)
  *  DATA_PROD:  floats 1 +- 2^-6; odd integers (a product of odds never becomes 0 mod 2^w);
  *  DATA_BITS:  random bits, with a fixed mask ORed in (for AND) or ANDed out (for OR), so
  *              AND and OR do not collapse to 0 or all ones. */
-static long double eps_of(gs_dtype t)
-{
-    switch (t) {
-    case GS_FLOAT64: return DBL_EPSILON;
-    case GS_FLOAT16: return ldexpl(1, -10);
-    case GS_BFLOAT16: return ldexpl(1, -7);
-    default: return FLT_EPSILON;
-    }
-}
-
 typedef enum { DATA_INT, DATA_MIXED, DATA_PROD, DATA_BITS_AND, DATA_BITS_OR, DATA_BITS_XOR } data_kind;
 static const char *const k_kind_name[] = {"int", "mixed", "prod", "and-bits", "or-bits", "xor-bits"};
 
 static void fill(void *buf, size_t n, gs_dtype t, data_kind kind)
 {
-    const type_info *ti = tinfo(t);
+    const long double eps = ldexpl(1, 1 - hostref_digits(t));
     uint64_t mask = rnd();
     for (size_t i = 0; i < n; i++) {
-        if (ti->is_float) {
+        if (gs_dtype_is_float(t)) {
             /* Ranges keep SUM and PROD of 2^24 elements finite in each type: float16
              * tops out at 65504, and a product's logarithm random-walks. */
             const int half = t == GS_FLOAT16 || t == GS_BFLOAT16;
@@ -219,129 +90,43 @@ static void fill(void *buf, size_t n, gs_dtype t, data_kind kind)
             if (kind == DATA_INT)
                 v = t == GS_FLOAT16 ? (double)((int64_t)(rnd() % 5) - 2) : (double)((int64_t)(rnd() % 17) - 8);
             else if (kind == DATA_PROD && half)
-                v = 1.0 + (rnd() % 16 == 0 ? (rnd() & 1 ? 1 : -1) * eps_of(t) : 0.0);
+                v = 1.0 + (rnd() % 16 == 0 ? (rnd() & 1 ? 1 : -1) * (double)eps : 0.0);
             else if (kind == DATA_PROD)
                 v = 1.0 + rnd_unit() * (1.0 / 4096);
             else if (t == GS_FLOAT16)
                 v = rnd_unit() * ldexp(1.0, (int)(rnd() % 11) - 12);
             else
                 v = rnd_unit() * ldexp(1.0, (int)(rnd() % 21) - 10);
-            putf(buf, i, t, v);
+            hostref_store(t, buf, i, v);
             continue;
         }
         uint64_t v;
         switch (kind) {
-        case DATA_INT: v = ti->is_signed ? (uint64_t)((int64_t)(rnd() % 17) - 8) : rnd() % 17; break;
-        case DATA_MIXED: v = ti->is_signed ? (uint64_t)((int64_t)(rnd() % 2001) - 1000) : rnd() % 2001; break;
-        case DATA_PROD: v = ti->is_signed ? (uint64_t)((int64_t)(rnd() % 8) * 2 - 7) : (rnd() % 8) * 2 + 1; break;
+        case DATA_INT: v = is_signed(t) ? (uint64_t)((int64_t)(rnd() % 17) - 8) : rnd() % 17; break;
+        case DATA_MIXED: v = is_signed(t) ? (uint64_t)((int64_t)(rnd() % 2001) - 1000) : rnd() % 2001; break;
+        case DATA_PROD: v = is_signed(t) ? (uint64_t)((int64_t)(rnd() % 8) * 2 - 7) : (rnd() % 8) * 2 + 1; break;
         case DATA_BITS_AND: v = rnd() | mask; break;
         case DATA_BITS_OR: v = rnd() & mask & (rnd() | rnd()); break;
         default: v = rnd(); break;
         }
-        puti(buf, i, ti, v);
+        hostref_store_bits(t, buf, i, v);
     }
 }
 
-/* Checks the device result `got` of op over buf[0..n) written as `out`. */
+/* Checks the device result `got` of op over buf[0..n) written as `out`: hostref's
+ * reference, float SUM/PROD within n * eps(acc) * sum|x| ((n + 1) * eps(acc) * |prod| for
+ * PROD; 0 for sums of integer data, whose partial sums are all exact) plus eps(out) *
+ * |exact| for the final rounding. */
 static void verify(const char *what, const void *buf, size_t n, gs_dtype t, gs_op op, gs_dtype out, data_kind kind,
                    const void *got)
 {
-    const type_info *ti = tinfo(t), *to = tinfo(out);
+    const hostref_tolerance tol = {op == GS_OP_SUM && kind == DATA_INT ? 0 : 1, op == GS_OP_PROD ? 1 : 0, 1, 0};
+    hostref_ref r;
+    hostref_verdict v;
     g_checks++;
-    if (op == GS_OP_ARGMIN || op == GS_OP_ARGMAX) {
-        int64_t want = -1, idx;
-        long double best = 0;
-        for (size_t i = 0; i < n; i++) {
-            long double v = ti->is_float ? getf(buf, i, t)
-                                         : ti->is_signed ? (long double)(int64_t)geti(buf, i, ti) : (long double)geti(buf, i, ti);
-            if (want >= 0 && best != best)
-                break; /* the first NaN wins */
-            if (want < 0 || v != v || (op == GS_OP_ARGMIN ? v < best : v > best)) {
-                want = (int64_t)i;
-                best = v;
-            }
-        }
-        memcpy(&idx, got, 8);
-        if (idx != want)
-            FAIL("%s: got index %" PRId64 ", want %" PRId64, what, idx, want);
-        return;
-    }
-    if (!ti->is_float) {
-        /* Exact, with wrap-around at the output's width. */
-        uint64_t acc = op == GS_OP_SUM ? 0 : op == GS_OP_PROD ? 1 : op == GS_OP_BIT_AND ? ~0ull : 0;
-        int first = 1;
-        for (size_t i = 0; i < n; i++) {
-            uint64_t v = geti(buf, i, ti);
-            switch (op) {
-            case GS_OP_SUM: acc += v; break;
-            case GS_OP_PROD: acc *= v; break;
-            case GS_OP_BIT_AND: acc &= v; break;
-            case GS_OP_BIT_OR: acc |= v; break;
-            case GS_OP_BIT_XOR: acc ^= v; break;
-            case GS_OP_MIN:
-            case GS_OP_MAX: {
-                int less = ti->is_signed ? (int64_t)v < (int64_t)acc : v < acc;
-                if (first || (op == GS_OP_MIN ? less : (!less && v != acc)))
-                    acc = v;
-                first = 0;
-                break;
-            }
-            default: abort();
-            }
-        }
-        if (first && (op == GS_OP_MIN || op == GS_OP_MAX)) { /* n == 0: the type's extreme */
-            uint64_t top = ti->bits == 64 ? ~0ull : (1ull << ti->bits) - 1;
-            uint64_t smax = top >> 1;
-            acc = op == GS_OP_MIN ? (ti->is_signed ? smax : top) : (ti->is_signed ? ~smax : 0);
-        }
-        uint64_t g = 0, w = 0;
-        memcpy(&g, got, to->size);
-        memcpy(&w, &acc, to->size);
-        if (g != w)
-            FAIL("%s: got 0x%" PRIx64 ", want 0x%" PRIx64, what, g, w);
-        return;
-    }
-    long double r = getf(got, 0, out);
-    if (op == GS_OP_MIN || op == GS_OP_MAX) {
-        int has_nan = 0;
-        long double best = op == GS_OP_MIN ? INFINITY : -INFINITY;
-        for (size_t i = 0; i < n; i++) {
-            long double v = getf(buf, i, t);
-            if (v != v)
-                has_nan = 1;
-            else if (op == GS_OP_MIN ? v < best : v > best)
-                best = v;
-        }
-        if (has_nan ? !(r != r) : r != best)
-            FAIL("%s: got %.17Lg, want %.17Lg", what, r, has_nan ? (long double)NAN : best);
-        return;
-    }
-    /* SUM, PROD: the reference in long double; the bound is the accumulation error of the
-     * accumulator type (float for float16/bfloat16) plus the final rounding to out. */
-    long double ref = op == GS_OP_SUM ? 0 : 1, mag = 0;
-    for (size_t i = 0; i < n; i++) {
-        long double v = getf(buf, i, t);
-        if (op == GS_OP_SUM) {
-            ref += v;
-            mag += fabsl(v);
-        } else {
-            ref *= v;
-        }
-    }
-    if (!isfinite(ref)) { /* an infinity among the inputs (or an overflow): exact */
-        if (!(r == ref || (r != r && ref != ref)))
-            FAIL("%s: got %.17Lg, want %.17Lg", what, r, ref);
-        return;
-    }
-    gs_dtype acc_t = (t == GS_FLOAT16 || t == GS_BFLOAT16 || out == GS_FLOAT64) ? (out == GS_FLOAT64 ? GS_FLOAT64 : GS_FLOAT32) : t;
-    long double bound;
-    if (op == GS_OP_PROD)
-        bound = (long double)(n + 1) * eps_of(acc_t) * fabsl(ref);
-    else
-        bound = kind == DATA_INT ? 0 : (long double)n * eps_of(acc_t) * mag;
-    bound += eps_of(out) * fabsl(ref); /* the final rounding to the output type */
-    if (!(fabsl(r - ref) <= bound))
-        FAIL("%s: got %.17Lg, want %.17Lg (|diff| %.3Lg > bound %.3Lg)", what, r, ref, fabsl(r - ref), bound);
+    hostref_reduce(&r, t, op, out, buf, n);
+    if (!hostref_check(&r, buf, got, &tol, &v))
+        FAIL("%s: got %s, want %s (%s)", what, v.got, v.want, v.note);
 }
 
 /* Every (dtype, op, out) the library offers: the default output and the wider ones. */
@@ -351,9 +136,9 @@ typedef struct triple {
     gs_dtype out;
 } triple;
 
-static data_kind kinds_for(gs_dtype t, gs_op op, data_kind *kinds)
+static data_kind kinds_for(gs_op op, data_kind *kinds)
 {
-    int fl = tinfo(t)->is_float, k = 0;
+    int k = 0;
     switch (op) {
     case GS_OP_SUM: kinds[k++] = DATA_INT; kinds[k++] = DATA_MIXED; break;
     case GS_OP_PROD: kinds[k++] = DATA_PROD; break;
@@ -362,7 +147,6 @@ static data_kind kinds_for(gs_dtype t, gs_op op, data_kind *kinds)
     case GS_OP_BIT_XOR: kinds[k++] = DATA_BITS_XOR; break;
     default: kinds[k++] = DATA_INT; kinds[k++] = DATA_MIXED; break; /* ties, and spread */
     }
-    (void)fl;
     return (data_kind)k;
 }
 
@@ -376,7 +160,7 @@ static size_t g_maxn = MAX_N; /* elements filled and copied; smaller in quick mo
 static void run_case(gs_context *ctx, cushim_ptr d, const void *h, size_t off, size_t n, gs_dtype t, gs_op op,
                      gs_dtype out, data_kind kind, cushim_ptr dout, cushim_stream s)
 {
-    const size_t es = dsize(t);
+    const size_t es = gs_dtype_size(t);
     unsigned char got[8];
     gs_reduce_options opts = {.struct_size = sizeof opts, .out_dtype = (int32_t)out};
     CHECK_CU(cushim_memset8(dout, POISON, 8));
@@ -385,7 +169,7 @@ static void run_case(gs_context *ctx, cushim_ptr d, const void *h, size_t off, s
     CHECK_CU(cushim_stream_sync(s));
     CHECK_CU(cushim_d2h(got, dout, 8));
     char what[200];
-    snprintf(what, sizeof what, "%s %s -> %s n=%zu offset=%zu data=%s", dname(t), oname(op), dname(out), n, off,
+    snprintf(what, sizeof what, "%s %s -> %s n=%zu offset=%zu data=%s", gs_dtype_name(t), gs_op_name(op), gs_dtype_name(out), n, off,
              k_kind_name[kind]);
     verify(what, (const unsigned char *)h + off * es, n, t, op, out, kind, got);
 }
@@ -399,7 +183,7 @@ static int offered(gs_context *ctx, gs_dtype t, gs_op op, gs_dtype out, cushim_p
     if (st == GS_ERROR_UNSUPPORTED)
         return 0;
     if (st != GS_SUCCESS) {
-        FAIL("probe %s %s -> %s: %s: %s", dname(t), oname(op), dname(out), gs_status_string(st),
+        FAIL("probe %s %s -> %s: %s: %s", gs_dtype_name(t), gs_op_name(op), gs_dtype_name(out), gs_status_string(st),
              gs_last_error_message());
         return 0;
     }
@@ -431,28 +215,28 @@ static void test_matrix(gs_context *ctx, cushim_ptr d, void *h, cushim_ptr dout)
     enum { NT = sizeof k_types_all / sizeof k_types_all[0] };
     int combos = 0;
     for (size_t ti = 0; ti < NT; ti++) {
-        gs_dtype t = k_types_all[ti].t;
+        gs_dtype t = k_types_all[ti];
         /* Which outputs each op offers, checked against the documentation first. */
         int has[GS_OP_BIT_XOR + 1][NT];
         memset(has, 0, sizeof has);
         for (int op = 0; op <= GS_OP_BIT_XOR; op++) {
             int bitwise = op >= GS_OP_BIT_AND;
-            if (bitwise && k_types_all[ti].is_float) {
+            if (bitwise && gs_dtype_is_float(k_types_all[ti])) {
                 /* not defined: must be refused as unsupported, never run */
                 gs_status st = gs_reduce(ctx, (const void *)(uintptr_t)d, 1, t, (gs_op)op, (void *)(uintptr_t)dout, NULL);
                 g_checks++;
                 if (st != GS_ERROR_UNSUPPORTED)
-                    FAIL("%s %s: got %s, want GS_ERROR_UNSUPPORTED", dname(t), oname((gs_op)op), gs_status_string(st));
+                    FAIL("%s %s: got %s, want GS_ERROR_UNSUPPORTED", gs_dtype_name(t), gs_op_name((gs_op)op), gs_status_string(st));
                 continue;
             }
             for (size_t oi = 0; oi < NT; oi++) {
-                gs_dtype out = k_types_all[oi].t;
+                gs_dtype out = k_types_all[oi];
                 int is_default = out == ((op == GS_OP_ARGMIN || op == GS_OP_ARGMAX) ? GS_INT64 : t);
                 int documented = is_default || documented_wide(t, (gs_op)op, out);
                 int offers = offered(ctx, t, (gs_op)op, out, dout);
                 g_checks++;
                 if (offers != documented)
-                    FAIL("%s %s -> %s: offered=%d, documented=%d", dname(t), oname((gs_op)op), dname(out), offers,
+                    FAIL("%s %s -> %s: offered=%d, documented=%d", gs_dtype_name(t), gs_op_name((gs_op)op), gs_dtype_name(out), offers,
                          documented);
                 has[op][oi] = offers && documented;
                 combos += has[op][oi];
@@ -464,7 +248,7 @@ static void test_matrix(gs_context *ctx, cushim_ptr d, void *h, cushim_ptr dout)
             for (int op = 0; op <= GS_OP_BIT_XOR; op++)
                 for (size_t oi = 0; oi < NT; oi++) {
                     data_kind kinds[4];
-                    int nk = has[op][oi] ? (int)kinds_for(t, (gs_op)op, kinds) : 0, uses = 0;
+                    int nk = has[op][oi] ? (int)kinds_for((gs_op)op, kinds) : 0, uses = 0;
                     for (int k = 0; k < nk; k++)
                         uses |= kinds[k] == (data_kind)kind;
                     if (!uses)
@@ -472,10 +256,10 @@ static void test_matrix(gs_context *ctx, cushim_ptr d, void *h, cushim_ptr dout)
                     size_t fill_n = g_quick ? g_maxn : (1u << 24) + 16;
                     if (!filled) {
                         fill(h, fill_n, t, (data_kind)kind);
-                        upload(d, h, fill_n * dsize(t));
+                        upload(d, h, fill_n * gs_dtype_size(t));
                         filled = 1;
                     }
-                    gs_dtype out = k_types_all[oi].t;
+                    gs_dtype out = k_types_all[oi];
                     for (size_t si = 0; si < sizeof k_sizes / sizeof k_sizes[0]; si++) {
                         size_t n = k_sizes[si];
                         if (g_quick && n > 70000)
@@ -503,7 +287,7 @@ static void test_large(gs_context *ctx, cushim_ptr d, void *h, cushim_ptr dout)
     for (int ti = 0; ti < 3; ti++)
         for (int kind = DATA_INT; kind <= DATA_MIXED; kind++) {
             fill(h, n + 1, types[ti], (data_kind)kind);
-            upload(d, h, (n + 1) * dsize(types[ti]));
+            upload(d, h, (n + 1) * gs_dtype_size(types[ti]));
             for (int oi = 0; oi < 3; oi++)
                 run_case(ctx, d, h, (size_t)kind, n, types[ti], ops[oi], types[ti], (data_kind)kind, dout, NULL);
         }
@@ -520,8 +304,8 @@ static void test_nan(gs_context *ctx, cushim_ptr d, void *h, cushim_ptr dout)
             gs_dtype t = types[ti];
             fill(h, n, t, DATA_MIXED);
             for (int k = 0; k < 2; k++) /* two NaNs: ARGMIN/ARGMAX must find the first */
-                putf(h, rnd() % n, t, NAN);
-            upload(d, h, n * dsize(t));
+                hostref_store(t, h, rnd() % n, NAN);
+            upload(d, h, n * gs_dtype_size(t));
             for (int op = GS_OP_MIN; op <= GS_OP_ARGMAX; op++)
                 run_case(ctx, d, h, 0, n, t, (gs_op)op, op >= GS_OP_ARGMIN ? GS_INT64 : t, DATA_MIXED, dout, NULL);
         }
@@ -537,15 +321,15 @@ static void test_special(gs_context *ctx, cushim_ptr d, void *h, cushim_ptr dout
         size_t n = sizes[si];
         for (int ti = 0; ti < 6; ti++) {
             gs_dtype t = types[ti];
-            const int fl = tinfo(t)->is_float;
+            const int fl = gs_dtype_is_float(t);
             /* all equal: MIN/MAX the value, ARGMIN/ARGMAX index 0 */
             for (size_t i = 0; i < n; i++) {
                 if (fl)
-                    putf(h, i, t, 3.0);
+                    hostref_store(t, h, i, 3.0);
                 else
-                    puti(h, i, tinfo(t), 3);
+                    hostref_store_bits(t, h, i, 3);
             }
-            upload(d, h, n * dsize(t));
+            upload(d, h, n * gs_dtype_size(t));
             for (int op = GS_OP_MIN; op <= GS_OP_ARGMAX; op++)
                 run_case(ctx, d, h, 0, n, t, (gs_op)op, op >= GS_OP_ARGMIN ? GS_INT64 : t, DATA_INT, dout, NULL);
             if (!fl)
@@ -554,11 +338,11 @@ static void test_special(gs_context *ctx, cushim_ptr d, void *h, cushim_ptr dout
              * only +inf is +inf, with both it is NaN */
             for (int both = 0; both < 2; both++) {
                 fill(h, n, t, DATA_MIXED);
-                putf(h, rnd() % n, t, INFINITY);
-                putf(h, rnd() % n, t, INFINITY);
+                hostref_store(t, h, rnd() % n, INFINITY);
+                hostref_store(t, h, rnd() % n, INFINITY);
                 if (both && n > 1)
-                    putf(h, rnd() % n, t, -INFINITY);
-                upload(d, h, n * dsize(t));
+                    hostref_store(t, h, rnd() % n, -INFINITY);
+                upload(d, h, n * gs_dtype_size(t));
                 for (int op = GS_OP_SUM; op <= GS_OP_ARGMAX; op++)
                     if (op != GS_OP_PROD)
                         run_case(ctx, d, h, 0, n, t, (gs_op)op, op >= GS_OP_ARGMIN ? GS_INT64 : t, DATA_MIXED, dout,
@@ -566,8 +350,8 @@ static void test_special(gs_context *ctx, cushim_ptr d, void *h, cushim_ptr dout
             }
             /* signed zeros only: every result compares equal to 0; ARG* index 0 (ties) */
             for (size_t i = 0; i < n; i++)
-                putf(h, i, t, (rnd() & 1) ? -0.0 : 0.0);
-            upload(d, h, n * dsize(t));
+                hostref_store(t, h, i, (rnd() & 1) ? -0.0 : 0.0);
+            upload(d, h, n * gs_dtype_size(t));
             for (int op = GS_OP_SUM; op <= GS_OP_ARGMAX; op++)
                 run_case(ctx, d, h, 0, n, t, (gs_op)op, op >= GS_OP_ARGMIN ? GS_INT64 : t, DATA_INT, dout, NULL);
         }
@@ -718,17 +502,17 @@ static void test_determinism(gs_context *ctx, cushim_ptr d, void *h, cushim_ptr 
     for (int ti = 0; ti < 4; ti++) {
         gs_dtype t = types[ti];
         fill(h, n, t, DATA_MIXED);
-        upload(d, h, n * dsize(t));
+        upload(d, h, n * gs_dtype_size(t));
         unsigned char first[8], got[8];
         for (int rep = 0; rep < (g_quick ? 5 : 100); rep++) {
             CHECK_CU(cushim_memset8(dout, POISON, 8));
             CHECK_GS(gs_reduce(ctx, (const void *)(uintptr_t)d, n, t, GS_OP_SUM, (void *)(uintptr_t)dout, NULL));
-            CHECK_CU(cushim_d2h(got, dout, dsize(t)));
+            CHECK_CU(cushim_d2h(got, dout, gs_dtype_size(t)));
             if (rep == 0) {
                 memcpy(first, got, 8);
                 verify("determinism first run", h, n, t, GS_OP_SUM, t, DATA_MIXED, got);
-            } else if (memcmp(first, got, dsize(t)) != 0) {
-                FAIL("%s sum n=%zu: run %d differs bitwise from run 0", dname(t), n, rep);
+            } else if (memcmp(first, got, gs_dtype_size(t)) != 0) {
+                FAIL("%s sum n=%zu: run %d differs bitwise from run 0", gs_dtype_name(t), n, rep);
                 break;
             }
             g_checks++;
@@ -787,9 +571,9 @@ static void run_segmented(gs_context *ctx, cushim_ptr d, const void *h, size_t o
                           cushim_ptr doff, size_t S, gs_dtype t, gs_op op, data_kind kind, cushim_ptr dsegout,
                           void *hsegout, const char *label, cushim_stream s)
 {
-    const size_t es = dsize(t);
+    const size_t es = gs_dtype_size(t);
     const gs_dtype out = (op == GS_OP_ARGMIN || op == GS_OP_ARGMAX) ? GS_INT64 : t;
-    const size_t os = dsize(out);
+    const size_t os = gs_dtype_size(out);
     CHECK_CU(cushim_memset8(dsegout, POISON, S * os + 8));
     CHECK_CU(cushim_ctx_sync());
     CHECK_GS(gs_segmented_reduce(ctx, (const void *)(uintptr_t)(d + off_el * es), n, t, op,
@@ -801,7 +585,7 @@ static void run_segmented(gs_context *ctx, cushim_ptr d, const void *h, size_t o
     for (size_t j = 0; j < S && g_failures - failed_before < 5; j++) {
         char what[240];
         snprintf(what, sizeof what, "segmented %s %s %s n=%zu offset=%zu S=%zu data=%s: segment %zu [%lld, %lld)",
-                 dname(t), oname(op), label, n, off_el, S, k_kind_name[kind], j, (long long)hoff[j],
+                 gs_dtype_name(t), gs_op_name(op), label, n, off_el, S, k_kind_name[kind], j, (long long)hoff[j],
                  (long long)hoff[j + 1]);
         verify(what, hb + (size_t)hoff[j] * es, (size_t)(hoff[j + 1] - hoff[j]), t, op, out, kind,
                (const unsigned char *)hsegout + j * os);
@@ -809,7 +593,7 @@ static void run_segmented(gs_context *ctx, cushim_ptr d, const void *h, size_t o
     unsigned char tail[8];
     memset(tail, POISON, 8);
     if (memcmp((const unsigned char *)hsegout + S * os, tail, 8) != 0)
-        FAIL("segmented %s %s %s: wrote past out[%zu]", dname(t), oname(op), label, S);
+        FAIL("segmented %s %s %s: wrote past out[%zu]", gs_dtype_name(t), gs_op_name(op), label, S);
 }
 
 #define SEG_MAX 400000
@@ -831,25 +615,25 @@ static void test_segmented(gs_context *ctx, cushim_ptr d, void *h, cushim_ptr do
 
     /* Every dtype x op (default outputs), two layouts each, fresh data per case. */
     for (size_t ti = 0; ti < NT; ti++) {
-        gs_dtype t = k_types_all[ti].t;
+        gs_dtype t = k_types_all[ti];
         for (int op = 0; op <= GS_OP_BIT_XOR; op++) {
-            if (op >= GS_OP_BIT_AND && k_types_all[ti].is_float) {
+            if (op >= GS_OP_BIT_AND && gs_dtype_is_float(k_types_all[ti])) {
                 gs_status st = gs_segmented_reduce(ctx, NULL, 0, t, (gs_op)op, NULL, 0, NULL, NULL, 0);
                 g_checks++;
                 if (st != GS_ERROR_UNSUPPORTED)
-                    FAIL("segmented %s %s: %s, want GS_ERROR_UNSUPPORTED", dname(t), oname((gs_op)op),
+                    FAIL("segmented %s %s: %s, want GS_ERROR_UNSUPPORTED", gs_dtype_name(t), gs_op_name((gs_op)op),
                          gs_status_string(st));
                 continue;
             }
             data_kind kinds[2];
-            int nk = (int)kinds_for(t, (gs_op)op, kinds);
+            int nk = (int)kinds_for((gs_op)op, kinds);
             for (int rep = 0; rep < 2; rep++) {
                 layout_kind lay = (layout_kind)((ti * 2 + (size_t)op * 3 + (size_t)rep) % LAY_COUNT);
                 data_kind kind = kinds[rep % nk];
                 S = make_layout(lay, target, hoff, SEG_MAX, &n);
                 size_t off_el = rnd() % 4;
                 fill(h, n + off_el, t, kind);
-                upload(d, h, (n + off_el) * dsize(t));
+                upload(d, h, (n + off_el) * gs_dtype_size(t));
                 upload(doff, hoff, (S + 1) * sizeof *hoff);
                 run_segmented(ctx, d, h, off_el, n, hoff, doff, S, t, (gs_op)op, kind, dsegout, hsegout,
                               k_layout_name[lay], NULL);
@@ -866,7 +650,7 @@ static void test_segmented(gs_context *ctx, cushim_ptr d, void *h, cushim_ptr do
             gs_op op = k ? GS_OP_ARGMAX : GS_OP_SUM;
             S = make_layout((layout_kind)lay, target, hoff, SEG_MAX, &n);
             fill(h, n, t, DATA_MIXED);
-            upload(d, h, n * dsize(t));
+            upload(d, h, n * gs_dtype_size(t));
             upload(doff, hoff, (S + 1) * sizeof *hoff);
             run_segmented(ctx, d, h, 0, n, hoff, doff, S, t, op, DATA_MIXED, dsegout, hsegout,
                           k_layout_name[lay], s);
@@ -1025,7 +809,7 @@ int main(void)
     const char *seed_env = getenv("GS_TEST_SEED");
     g_rng = seed_env ? strtoull(seed_env, NULL, 0) : (unsigned long long)time(NULL) ^ ((unsigned long long)clock() << 32);
     setvbuf(stdout, NULL, _IOLBF, 0); /* progress reaches a log even if the run is cut short */
-    printf("seed %llu (GS_TEST_SEED=%llu replays it)\n", g_rng, g_rng);
+    printf("seed %llu (GS_TEST_SEED=%llu replays it)\n", (unsigned long long)g_rng, (unsigned long long)g_rng);
 
     gs_context *ctx;
     CHECK_GS(gs_context_create(0, &ctx));
