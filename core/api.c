@@ -113,34 +113,56 @@ GS_API gs_status gs_context_get_info(const gs_context *ctx, gs_context_info *inf
 
 /* ---- reductions -------------------------------------------------------------------- */
 
-/* What a launch needs beyond its backend arguments: the backend call that queues it, and
- * for a segmented one the GS_SEGMENTED_CHECK_OFFSETS flag, whose check must run with the
- * context current. */
+/* One call as the entry points checked it; launch() turns it into the backend's
+ * arguments. offsets is NULL for gs_reduce. */
 typedef struct launch_plan {
     const char *fn;
+    gs_dtype dtype, out_dtype;
+    gs_op op;
+    const void *in;
+    uint64_t n;
+    void *out;
+    uint64_t out_count;
     CUstream stream;
-    CUdeviceptr *workspace; /* the member of the backend arguments that gets it */
-    gs_backend_reduce_args *reduce;
-    gs_backend_segmented_args *segmented;
-    uint32_t flags;
+    const int64_t *offsets; /* gs_segmented_reduce: num_segments + 1 of them */
+    uint32_t flags;         /* gs_segmented_reduce's */
 } launch_plan;
 
-/* Every launch's tail, the same for all of them: make ctx's CUDA context current, find the
- * stream's workspace (made on first use) and let the backend queue its one kernel. */
-static gs_status launch(gs_context *ctx, const launch_plan *p)
+/* Every launch's tail, the same for all of them: the buffers are memory the device can
+ * reach, ctx's CUDA context is current, the stream's workspace exists (made on first use),
+ * and the backend queues its one kernel. */
+static gs_status launch(gs_context *ctx, const gs_driver *drv, const launch_plan *p)
 {
-    int pushed;
-    gs_status st = gs_context_push(ctx, &pushed);
-    if (st != GS_SUCCESS)
+    const char *fn = p->fn;
+    const uint64_t segments = p->offsets ? p->out_count : 0;
+    gs_status st;
+    if ((p->n && (st = gs_check_pointer(drv, fn, "in", p->in, p->n * gs_dtype_size(p->dtype), NULL, NULL))) ||
+        (p->offsets &&
+         (st = gs_check_pointer(drv, fn, "offsets", p->offsets, (segments + 1) * sizeof(int64_t), NULL, NULL))) ||
+        (st = gs_check_pointer(drv, fn, "out", p->out, p->out_count * gs_dtype_size(p->out_dtype), NULL, NULL)))
         return st;
-    const gs_backend_segmented_args *seg = p->segmented;
-    if (seg && (p->flags & GS_SEGMENTED_CHECK_OFFSETS))
-        st = gs_check_offsets(ctx, (const int64_t *)(uintptr_t)seg->offsets, seg->num_segments, seg->n, p->stream);
+    int pushed;
+    if ((st = gs_context_push(ctx, &pushed)) != GS_SUCCESS)
+        return st;
+    CUdeviceptr ws = 0;
+    if (p->flags & GS_SEGMENTED_CHECK_OFFSETS)
+        st = gs_check_offsets(ctx, p->offsets, segments, p->n, p->stream);
     if (st == GS_SUCCESS)
-        st = gs_workspace_get(ctx, p->stream, p->fn, p->workspace);
-    if (st == GS_SUCCESS)
-        st = seg ? ctx->backend->ops->segmented_reduce(ctx->instance, seg)
-                 : ctx->backend->ops->reduce(ctx->instance, p->reduce);
+        st = gs_workspace_get(ctx, p->stream, fn, &ws);
+    const CUdeviceptr in = (CUdeviceptr)(uintptr_t)p->in, out = (CUdeviceptr)(uintptr_t)p->out;
+    if (st == GS_SUCCESS && p->offsets) {
+        gs_backend_segmented_args a = {
+            .struct_size = sizeof a, .dtype = p->dtype, .op = p->op, .out_dtype = p->out_dtype,
+            .in = in, .n = p->n, .offsets = (CUdeviceptr)(uintptr_t)p->offsets, .num_segments = segments,
+            .out = out, .stream = p->stream, .workspace = ws, .workspace_bytes = ctx->workspace_bytes};
+        st = ctx->backend->ops->segmented_reduce(ctx->instance, &a);
+    } else if (st == GS_SUCCESS) {
+        gs_backend_reduce_args a = {
+            .struct_size = sizeof a, .dtype = p->dtype, .op = p->op, .out_dtype = p->out_dtype,
+            .in = in, .n = p->n, .out = out, .stream = p->stream,
+            .workspace = ws, .workspace_bytes = ctx->workspace_bytes};
+        st = ctx->backend->ops->reduce(ctx->instance, &a);
+    }
     gs_context_pop(ctx, pushed);
     return st;
 }
@@ -162,24 +184,11 @@ GS_API gs_status gs_reduce_ex(gs_context *ctx, const void *in, uint64_t n, gs_dt
         return st;
     const gs_driver *drv;
     if ((st = gs_context_resolve(&ctx, &drv)) != GS_SUCCESS ||
-        (st = gs_check_supported(ctx, fn, dtype, op, out_dtype)) != GS_SUCCESS ||
-        (n && (st = gs_check_pointer(drv, fn, "in", in, n * gs_dtype_size(dtype), NULL, NULL)) != GS_SUCCESS) ||
-        (st = gs_check_pointer(drv, fn, "out", out, gs_dtype_size(out_dtype), NULL, NULL)) != GS_SUCCESS)
+        (st = gs_check_supported(ctx, fn, dtype, op, out_dtype)) != GS_SUCCESS)
         return st;
-
-    gs_backend_reduce_args args = {
-        .struct_size = sizeof args,
-        .dtype = dtype,
-        .op = op,
-        .out_dtype = out_dtype,
-        .in = (CUdeviceptr)(uintptr_t)in,
-        .n = n,
-        .out = (CUdeviceptr)(uintptr_t)out,
-        .stream = (CUstream)stream,
-        .workspace_bytes = ctx->workspace_bytes,
-    };
-    launch_plan plan = {.fn = fn, .stream = args.stream, .workspace = &args.workspace, .reduce = &args};
-    return launch(ctx, &plan);
+    const launch_plan plan = {.fn = fn, .dtype = dtype, .out_dtype = out_dtype, .op = op, .in = in, .n = n,
+                              .out = out, .out_count = 1, .stream = (CUstream)stream};
+    return launch(ctx, drv, &plan);
 }
 
 GS_API gs_status gs_segmented_reduce(gs_context *ctx, const void *in, uint64_t n, gs_dtype dtype, gs_op op,
@@ -205,29 +214,10 @@ GS_API gs_status gs_segmented_reduce(gs_context *ctx, const void *in, uint64_t n
         return st;
     if (num_segments == 0)
         return GS_SUCCESS; /* nothing to write: no launch */
-    if ((n && (st = gs_check_pointer(drv, fn, "in", in, n * gs_dtype_size(dtype), NULL, NULL)) != GS_SUCCESS) ||
-        (st = gs_check_pointer(drv, fn, "offsets", offsets, (num_segments + 1) * sizeof(int64_t), NULL, NULL)) !=
-            GS_SUCCESS ||
-        (st = gs_check_pointer(drv, fn, "out", out, num_segments * gs_dtype_size(out_dtype), NULL, NULL)) !=
-            GS_SUCCESS)
-        return st;
-
-    gs_backend_segmented_args args = {
-        .struct_size = sizeof args,
-        .dtype = dtype,
-        .op = op,
-        .out_dtype = out_dtype,
-        .in = (CUdeviceptr)(uintptr_t)in,
-        .n = n,
-        .offsets = (CUdeviceptr)(uintptr_t)offsets,
-        .num_segments = num_segments,
-        .out = (CUdeviceptr)(uintptr_t)out,
-        .stream = (CUstream)stream,
-        .workspace_bytes = ctx->workspace_bytes,
-    };
-    launch_plan plan = {
-        .fn = fn, .stream = args.stream, .workspace = &args.workspace, .segmented = &args, .flags = flags};
-    return launch(ctx, &plan);
+    const launch_plan plan = {.fn = fn, .dtype = dtype, .out_dtype = out_dtype, .op = op, .in = in, .n = n,
+                              .out = out, .out_count = num_segments, .stream = (CUstream)stream,
+                              .offsets = offsets, .flags = flags};
+    return launch(ctx, drv, &plan);
 }
 
 /* ---- the work queue's memory (GRIDSYNC_1.1; the device side is gridsync_device.cuh) ---- */
