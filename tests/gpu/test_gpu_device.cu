@@ -60,6 +60,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "checks.h"
 #include "gridsync.h"
 #include "gridsync_device.cuh"
 
@@ -73,21 +74,6 @@ static int g_failures, g_checks;
 static bool g_quick;
 static unsigned long long g_rng;
 
-#define FAIL(...)                                                \
-    do {                                                         \
-        g_failures++;                                            \
-        fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);     \
-        fprintf(stderr, __VA_ARGS__);                            \
-        fputc('\n', stderr);                                     \
-    } while (0)
-
-#define CHECK(cond, ...)          \
-    do {                          \
-        g_checks++;               \
-        if (!(cond))              \
-            FAIL(__VA_ARGS__);    \
-    } while (0)
-
 #define CK(call)                                                                                          \
     do {                                                                                                  \
         cudaError_t e_ = (call);                                                                          \
@@ -96,16 +82,6 @@ static unsigned long long g_rng;
                     cudaGetErrorString(e_));                                                              \
             exit(1);                                                                                      \
         }                                                                                                 \
-    } while (0)
-
-#define CHECK_GS(call)                                                                                  \
-    do {                                                                                                \
-        gs_status st_ = (call);                                                                         \
-        if (st_ != GS_SUCCESS) {                                                                        \
-            fprintf(stderr, "FATAL %s:%d: %s: %s: %s\n", __FILE__, __LINE__, #call, gs_status_string(st_), \
-                    gs_last_error_message());                                                           \
-            exit(1);                                                                                    \
-        }                                                                                               \
     } while (0)
 
 /* splitmix64: the host's and the kernels' one source of values. */
