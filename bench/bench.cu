@@ -54,6 +54,7 @@
 #include "gridsync.h"
 
 #include "bench_common.cuh"
+#include "hostref.h"
 
 /* ---- small utilities ------------------------------------------------------------------ */
 
@@ -84,19 +85,6 @@ static const size_t dt_size[DT_COUNT] = {4, 4, 8, 2};
 static const gs_dtype dt_gs[DT_COUNT] = {GS_FLOAT32, GS_INT32, GS_FLOAT64, GS_FLOAT16};
 static const char *op_name[OP_COUNT] = {"sum", "max", "argmax"};
 static const gs_op op_gs[OP_COUNT] = {GS_OP_SUM, GS_OP_MAX, GS_OP_ARGMAX};
-
-static float half_bits_to_float(uint16_t h)
-{
-    const int s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
-    float v;
-    if (e == 0)
-        v = std::ldexp((float)m, -24);
-    else if (e == 31)
-        v = m ? NAN : INFINITY;
-    else
-        v = std::ldexp((float)(1024 + m), e - 25);
-    return s ? -v : v;
-}
 
 /* ---- device code ----------------------------------------------------------------------- */
 
@@ -375,13 +363,6 @@ struct Impl {
     std::string label() const { return cub ? std::string("cub") : backend; }
 };
 
-struct HostRef {
-    long double sum = 0, sumabs = 0;
-    uint32_t isum = 0; /* int32 sum, wrapped */
-    double max = -INFINITY;
-    int64_t argmax = -1;
-};
-
 /* One impl's outcome for one configuration. */
 struct Outcome {
     bool active = false; /* launched fine: it gets timed */
@@ -619,62 +600,29 @@ struct Bench {
         CK(cudaGetLastError());
     }
 
-    /* Host reference: sum (long double, and wrapped uint32 for int32), sum of |x|, the
-     * maximum and the index of its first occurrence, over `threads` contiguous chunks. */
-    HostRef reference(int dt, uint64_t n)
+    /* hostref's reference of op over the host copy's first n elements, on up to 32
+     * threads (contiguous pieces, merged in order). */
+    hostref_ref reference(int dt, int op, uint64_t n)
     {
         unsigned nt = std::max(1u, std::min(32u, std::thread::hardware_concurrency()));
         if (n < (1u << 16))
             nt = 1;
-        std::vector<HostRef> part(nt);
-        static std::vector<float> half_lut;
-        if (dt == DT_F16 && half_lut.empty()) {
-            half_lut.resize(65536);
-            for (uint32_t h = 0; h < 65536; h++)
-                half_lut[h] = half_bits_to_float((uint16_t)h);
-        }
-        auto work = [&](unsigned t) {
-            uint64_t lo = n * t / nt, hi = n * (t + 1) / nt;
-            HostRef r;
-            for (uint64_t i = lo; i < hi; i++) {
-                double v;
-                switch (dt) {
-                case DT_F32: v = ((const float *)host)[i]; break;
-                case DT_I32: {
-                    int32_t x = ((const int32_t *)host)[i];
-                    r.isum += (uint32_t)x;
-                    v = x;
-                    break;
-                }
-                case DT_F64: v = ((const double *)host)[i]; break;
-                default: v = half_lut[((const uint16_t *)host)[i]]; break;
-                }
-                r.sum += v;
-                r.sumabs += std::fabs(v);
-                if (v > r.max || r.argmax < 0) {
-                    r.max = v;
-                    r.argmax = (int64_t)i;
-                }
-            }
-            part[t] = r;
+        std::vector<hostref_ref> part(nt);
+        const gs_dtype t = dt_gs[dt];
+        const gs_op g = op_gs[op];
+        auto work = [&](unsigned k) {
+            const uint64_t lo = n * k / nt, hi = n * (k + 1) / nt;
+            hostref_reduce(&part[k], t, g, hostref_default_out(t, g), host + lo * dt_size[dt], hi - lo);
         };
         std::vector<std::thread> th;
-        for (unsigned t = 1; t < nt; t++)
-            th.emplace_back(work, t);
+        for (unsigned k = 1; k < nt; k++)
+            th.emplace_back(work, k);
         work(0);
         for (auto &x : th)
             x.join();
-        HostRef r;
-        for (unsigned t = 0; t < nt; t++) {
-            r.sum += part[t].sum;
-            r.sumabs += part[t].sumabs;
-            r.isum += part[t].isum;
-            if (part[t].argmax >= 0 && (part[t].max > r.max || r.argmax < 0)) {
-                r.max = part[t].max;
-                r.argmax = part[t].argmax;
-            }
-        }
-        return r;
+        for (unsigned k = 1; k < nt; k++)
+            hostref_merge(&part[0], &part[k]);
+        return part[0];
     }
 
     /* One call. Returns GS_SUCCESS, or the status (CUB failures as GS_ERROR_CUDA) with *err. */
@@ -740,55 +688,27 @@ struct Bench {
         return ms * 1e3 / k;
     }
 
-    std::string verify(const Impl &im, int dt, int op, const HostRef &ref, const unsigned char *res,
-                       double *value_out)
+    /* "ok" or "MISMATCH ...". Float sums: the accumulation error allowed is 4 eps(acc)
+     * sum|x| (random data: far below the worst case of n eps), plus eps(out) |sum| for the
+     * final rounding; f16 accumulates in f32 (gridsync's semantics; CUB is called the same
+     * way). CUB's ARGMAX also returns the value, which must be the maximum. */
+    std::string verify(const Impl &im, int op, const hostref_ref &ref, const unsigned char *res, double *value_out)
     {
+        static const hostref_tolerance tol = {0, 4, 1, 0};
         const unsigned char *r = res + im.slot;
-        auto value_at = [&](const unsigned char *p) -> double {
-            switch (dt) {
-            case DT_F32: { float v; memcpy(&v, p, 4); return v; }
-            case DT_I32: { int32_t v; memcpy(&v, p, 4); return v; }
-            case DT_F64: { double v; memcpy(&v, p, 8); return v; }
-            default: { uint16_t v; memcpy(&v, p, 2); return half_bits_to_float(v); }
-            }
-        };
+        hostref_verdict v;
+        hostref_check(&ref, host, r + (im.cub && op == OP_ARGMAX ? 16 : 0), &tol, &v);
         if (op == OP_ARGMAX) {
             int64_t idx;
             memcpy(&idx, r + (im.cub ? 16 : 0), 8);
             *value_out = (double)idx;
-            if (idx != ref.argmax)
-                return strf("MISMATCH argmax index %" PRId64 " expected %" PRId64 " (max %.9g)", idx, ref.argmax, ref.max);
-            if (im.cub && value_at(r) != ref.max)
-                return strf("MISMATCH argmax value %.17g expected %.17g", value_at(r), ref.max);
-            return "ok";
+            if (v.ok && im.cub && hostref_load(ref.in, r, 0) != ref.index_value)
+                return strf("MISMATCH argmax value %.17Lg expected %.17Lg", hostref_load(ref.in, r, 0), ref.index_value);
+        } else {
+            *value_out = (double)hostref_load(ref.out, r, 0);
         }
-        double v = value_at(r);
-        *value_out = v;
-        if (op == OP_MAX) {
-            if (v != ref.max)
-                return strf("MISMATCH max %.17g expected %.17g", v, ref.max);
-            return "ok";
-        }
-        if (dt == DT_I32) {
-            int32_t want = (int32_t)ref.isum;
-            if ((int32_t)v != want)
-                return strf("MISMATCH sum %d expected %d (wrapped)", (int32_t)v, want);
-            return "ok";
-        }
-        /* float sums: the accumulation error allowed is 4 eps(acc) sum|x|, plus the final
-         * rounding to the output type. f16 accumulates in f32 (gridsync's semantics; CUB is
-         * called the same way). */
-        const double eps_acc = dt == DT_F64 ? 2.220446049250313e-16 : 1.1920928955078125e-07;
-        const double eps_out = dt == DT_F16 ? 9.765625e-04 : dt == DT_F64 ? 2.220446049250313e-16 : 1.1920928955078125e-07;
-        const double want = (double)ref.sum;
-        if (dt == DT_F16 && std::fabs(want) >= 65520.0) { /* rounds to +-inf in half */
-            if (std::isinf(v) && (v > 0) == (want > 0))
-                return "ok";
-            return strf("MISMATCH sum %.17g expected %sinf (|sum| %.17g overflows half)", v, want > 0 ? "+" : "-", want);
-        }
-        const double tol = 4.0 * eps_acc * (double)ref.sumabs + eps_out * std::fabs(want) + 1e-300;
-        if (!(std::fabs(v - want) <= tol))
-            return strf("MISMATCH sum %.17g expected %.17g (|diff| %.3g > tol %.3g)", v, want, std::fabs(v - want), tol);
+        if (!v.ok)
+            return strf("MISMATCH %s %s expected %s (%s)", op_name[op], v.got, v.want, v.note);
         return "ok";
     }
 
@@ -823,7 +743,9 @@ struct Bench {
         fill(dt, pool, (uint64_t)(ncopies * stride / dt_size[dt]), s);
         sync_stream("the random fill");
         CK(cudaMemcpy(host, pool, bytes, cudaMemcpyDeviceToHost));
-        const HostRef ref = reference(dt, n);
+        hostref_ref refs[OP_COUNT];
+        for (int op : o.ops)
+            refs[op] = reference(dt, op, n);
 
         for (int op : o.ops) {
             const std::string oname = op_name[op];
@@ -853,7 +775,7 @@ struct Bench {
             std::vector<double> vals(impls.size(), NAN);
             for (size_t i = 0; i < impls.size(); i++)
                 if (out[i].active)
-                    out[i].check = verify(impls[i], dt, op, ref, res, &vals[i]);
+                    out[i].check = verify(impls[i], op, refs[op], res, &vals[i]);
             /* Cross-check gridsync against CUB where both ran (beyond both being within the
              * tolerance of the reference): MAX/ARGMAX must agree exactly. */
             const size_t ci_cub = impls.size() - 1;
