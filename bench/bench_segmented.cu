@@ -56,6 +56,7 @@
 #include "gridsync.h"
 
 #include "bench_common.cuh"
+#include "hostref.h"
 
 /* ---- small utilities ------------------------------------------------------------------ */
 
@@ -559,12 +560,11 @@ struct Bench {
         return ms * 1e3 / k;
     }
 
-    /* Host float64 reference per segment: sum and sum of |x|, threads over segment ranges. */
-    void reference(const Layout &L, std::vector<double> &sum, std::vector<double> &sumabs)
+    /* hostref's reference of each segment's SUM, threads over segment ranges. */
+    void reference(const Layout &L, std::vector<hostref_ref> &refs)
     {
         const uint64_t S = L.nseg();
-        sum.assign(S, 0.0);
-        sumabs.assign(S, 0.0);
+        refs.resize(S);
         unsigned nt = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
         if (L.n < (1u << 20))
             nt = 1;
@@ -575,15 +575,9 @@ struct Bench {
             first[t] = t == nt ? S : (uint64_t)(std::lower_bound(L.offsets.begin(), L.offsets.end() - 1, pos) - L.offsets.begin());
         }
         auto work = [&](unsigned t) {
-            for (uint64_t j = first[t]; j < first[t + 1]; j++) {
-                double s = 0, a = 0;
-                for (int64_t i = L.offsets[j]; i < L.offsets[j + 1]; i++) {
-                    s += host[i];
-                    a += std::fabs((double)host[i]);
-                }
-                sum[j] = s;
-                sumabs[j] = a;
-            }
+            for (uint64_t j = first[t]; j < first[t + 1]; j++)
+                hostref_reduce(&refs[j], GS_FLOAT32, GS_OP_SUM, GS_FLOAT32, host + L.offsets[j],
+                               (uint64_t)(L.offsets[j + 1] - L.offsets[j]));
         };
         std::vector<std::thread> th;
         for (unsigned t = 1; t < nt; t++)
@@ -593,32 +587,36 @@ struct Bench {
             x.join();
     }
 
+    /* The tolerance of segment r: exact on integer data of random signs, whose partial sums
+     * stay far below 2^24 and so are exact in float; else len * FLT_EPSILON * sum|x|. */
+    static hostref_tolerance tolerance(const hostref_ref &r, bool exact)
+    {
+        const bool none = exact && std::fabs((double)r.value) < 16777216.0;
+        return hostref_tolerance{none ? 0.0 : 1.0, 0.0, 0, 0};
+    }
+
     /* Compares got[] with the reference and, where `other` is given, with it (within twice
      * the tolerance). "ok" or "MISMATCH ..." naming the first bad segment and the count. */
-    static std::string compare(const Layout &L, const std::vector<float> &got, const std::vector<double> &sum,
-                               const std::vector<double> &sumabs, const std::vector<float> *other, const char *other_name,
-                               bool exact, const char *pass)
+    static std::string compare(const Layout &L, const std::vector<float> &got, const std::vector<hostref_ref> &refs,
+                               const std::vector<float> *other, const char *other_name, bool exact, const char *pass)
     {
         uint64_t bad_ref = 0, bad_other = 0;
         std::string first;
         for (uint64_t j = 0; j < L.nseg(); j++) {
             const uint64_t len = (uint64_t)(L.offsets[j + 1] - L.offsets[j]);
-            /* exact: integer data of random signs, whose partial sums stay far below 2^24
-             * and so are exact in float */
-            const double tol = exact && std::fabs(sum[j]) < 16777216.0 ? 0.0 : (double)len * FLT_EPSILON * sumabs[j];
-            const double v = got[j];
-            if (!(std::fabs(v - sum[j]) <= tol)) {
+            const hostref_tolerance tol = tolerance(refs[j], exact);
+            hostref_verdict v;
+            if (!hostref_check(&refs[j], nullptr, &got[j], &tol, &v)) {
                 if (!bad_ref && !bad_other)
-                    first = strf("segment %" PRIu64 " (len %" PRIu64 "): %.9g expected %.17g (|diff| %.3g > tol %.3g)", j,
-                                 len, v, sum[j], std::fabs(v - sum[j]), tol);
+                    first = strf("segment %" PRIu64 " (len %" PRIu64 "): %s expected %s (%s)", j, len, v.got, v.want, v.note);
                 bad_ref++;
             }
             if (other) {
-                const double w = (*other)[j];
-                if (!(std::fabs(v - w) <= 2 * tol)) {
+                const double w = (*other)[j], bound2 = 2 * (double)hostref_bound(&refs[j], &tol);
+                if (!(std::fabs(got[j] - w) <= bound2)) {
                     if (!bad_ref && !bad_other)
                         first = strf("segment %" PRIu64 " (len %" PRIu64 "): %.9g, %s %.9g (|diff| %.3g > 2 tol %.3g)", j,
-                                     len, v, other_name, w, std::fabs(v - w), 2 * tol);
+                                     len, got[j], other_name, w, std::fabs(got[j] - w), bound2);
                     bad_other++;
                 }
             }
@@ -669,8 +667,8 @@ struct Bench {
             CK(cudaGetLastError());
             CK(cudaMemcpyAsync(host, d_in, L.n * sizeof(float), cudaMemcpyDeviceToHost, stream));
             sync_stream("the random fill and its copy to the host");
-            std::vector<double> sum, sumabs;
-            reference(L, sum, sumabs);
+            std::vector<hostref_ref> refs;
+            reference(L, refs);
             for (size_t i = 0; i < ni; i++) {
                 if (!out[i].active)
                     continue;
@@ -696,10 +694,10 @@ struct Bench {
             const bool cub_ok = out[ci_cub].active;
             const char *pname = exact ? "exact pass" : "float pass";
             if (cub_ok)
-                out[ci_cub].check = compare(L, res[ci_cub], sum, sumabs, nullptr, "", exact, pname);
+                out[ci_cub].check = compare(L, res[ci_cub], refs, nullptr, "", exact, pname);
             for (size_t i = 0; i < ci_cub; i++)
                 if (out[i].active)
-                    out[i].check = compare(L, res[i], sum, sumabs, cub_ok ? &res[ci_cub] : nullptr, "cub", exact, pname);
+                    out[i].check = compare(L, res[i], refs, cub_ok ? &res[ci_cub] : nullptr, "cub", exact, pname);
             for (size_t i = 0; i < ni; i++) {
                 const std::string &c = out[i].check;
                 if (out[i].reported || c == "ok")
@@ -934,8 +932,8 @@ static int selftest(Bench &b)
         for (int integers = 1; integers >= 0; integers--) {
             for (uint64_t i = 0; i < L.n; i++)
                 data[i] = rand_value(i, 12345, integers);
-            std::vector<double> sum, sumabs;
-            b.reference(L, sum, sumabs);
+            std::vector<hostref_ref> refs;
+            b.reference(L, refs);
             std::vector<float> got(L.nseg()), other;
             uint64_t longest = 0;
             for (uint64_t j = 0; j < L.nseg(); j++) {
@@ -953,19 +951,20 @@ static int selftest(Bench &b)
                        good ? "as expected" : "WRONG", r.c_str());
                 failures += !good;
             };
-            expect("sequential float sums", Bench::compare(L, got, sum, sumabs, &got, "self", exact, "test"), true);
+            expect("sequential float sums", Bench::compare(L, got, refs, &got, "self", exact, "test"), true);
             other = got;
             other[L.nseg() / 2] = NAN;
-            expect("a NaN (poison) result", Bench::compare(L, other, sum, sumabs, nullptr, "", exact, "test"), false);
+            expect("a NaN (poison) result", Bench::compare(L, other, refs, nullptr, "", exact, "test"), false);
             if (exact) {
                 other = got;
                 other[longest] -= data[L.offsets[longest]] != 0 ? data[L.offsets[longest]] : 1.0f;
-                expect("a lost element", Bench::compare(L, other, sum, sumabs, nullptr, "", exact, "test"), false);
+                expect("a lost element", Bench::compare(L, other, refs, nullptr, "", exact, "test"), false);
             } else {
                 other = got;
-                const uint64_t j = longest, len = (uint64_t)(L.offsets[j + 1] - L.offsets[j]);
-                other[j] = (float)(sum[j] + 1.5 * len * FLT_EPSILON * sumabs[j]);
-                expect("1.5 x tolerance off", Bench::compare(L, other, sum, sumabs, nullptr, "", exact, "test"), false);
+                const uint64_t j = longest;
+                const hostref_tolerance tol = Bench::tolerance(refs[j], exact);
+                other[j] = (float)(refs[j].value + 1.5L * hostref_bound(&refs[j], &tol));
+                expect("1.5 x tolerance off", Bench::compare(L, other, refs, nullptr, "", exact, "test"), false);
             }
         }
         b.host = nullptr;
