@@ -37,10 +37,10 @@ build() {
     esac
     # $backends first (an -old variant's kernels), then the current grid_policy.h
     nvcc -std=c++17 -O3 -lineinfo -arch=sm_$arch -I "$backends/common" -I "$root/backends/common" \
-        -I "$root/api" -I "$backends" -I "$here" \
+        -I "$root/api" -I "$backends" -I "$here" -I "$root/hostref" -I "$root/internal" \
         "-DTUNE_KERNELS=\"$backend/kernels.cu\"" "-DTUNE_VARIANT=\"$v\"" \
         -DGS_BACKEND_BLOCK="$threads" -DGS_BACKEND_ITEMS="$loads" "${define[@]}" \
-        -o "$out/$prog-$v" "$here/$prog.cu"
+        -o "$out/$prog-$v" "$here/$prog.cu" "$root/hostref/values.c" "$root/hostref/reduce.c"
 }
 if [ -z "${TUNE_SKIP_BUILD:-}" ]; then
     for v in "${variants[@]}"; do build "$v" & done

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "grid_policy.h"
+#include "hostref.h"
 
 #include <cuda_fp16.h>
 
@@ -30,73 +31,47 @@ struct Case {
 #define TUNE_CASE(dt, op, o, elem, i, h, d, ref) \
     {"gs_reduce_" #dt "_" #op "_" #o, (KernelFn)&gs_reduce_##dt##_##op##_##o, elem, i, h, d, ref}
 
-/* Element k of the host copy as a double (exact for every type here). */
-static double host_value(const Case &c, const std::vector<unsigned char> &h, uint64_t k)
+/* The case's element type and operation, as hostref names them. */
+static gs_dtype case_dtype(const Case &c)
 {
-    if (c.is_int) {
-        int32_t v;
-        memcpy(&v, &h[k * 4], 4);
-        return v;
-    }
-    if (c.is_half) {
-        __half v;
-        memcpy(&v, &h[k * 2], 2);
-        return __half2float(v);
-    }
-    if (c.is_double) {
-        double v;
-        memcpy(&v, &h[k * 8], 8);
-        return v;
-    }
-    float v;
-    memcpy(&v, &h[k * 4], 4);
-    return v;
+    return c.is_int ? GS_INT32 : c.is_half ? GS_FLOAT16 : c.is_double ? GS_FLOAT64 : GS_FLOAT32;
+}
+static gs_op case_op(const Case &c)
+{
+    return c.ref == REF_SUM ? GS_OP_SUM : c.ref == REF_MAX ? GS_OP_MAX : GS_OP_ARGMAX;
 }
 
-/* The host reference of an input: the first maximum's index and value, the int32 sum
- * (wrapping, in uint32) and the double sum with the sum of magnitudes. */
-struct Ref {
-    uint64_t best;
-    double best_value, sum, abs_sum;
-    uint32_t isum;
-};
+typedef hostref_ref Ref;
 
-/* The references of the prefixes of 2^lo .. 2^hi elements, in one pass. */
+/* hostref's references of the prefixes of 2^lo .. 2^hi elements, in one pass: each is the
+ * one before merged with the next 2^(k-1) elements. */
 static std::vector<Ref> references(const Case &c, const std::vector<unsigned char> &h, int lo, int hi)
 {
+    const gs_dtype t = case_dtype(c);
+    const gs_op op = case_op(c);
     std::vector<Ref> out;
-    Ref r = {0, host_value(c, h, 0), 0, 0, 0};
-    for (uint64_t k = 0; k < (1ull << hi); k++) {
-        const double v = host_value(c, h, k);
-        if (v > r.best_value) {
-            r.best_value = v;
-            r.best = k;
+    Ref acc, piece;
+    hostref_reduce(&acc, t, op, hostref_default_out(t, op), h.data(), 1);
+    for (int k = 0; k <= hi; k++) {
+        if (k > 0) {
+            const uint64_t half = 1ull << (k - 1);
+            hostref_reduce(&piece, t, op, hostref_default_out(t, op), &h[half * c.elem], half);
+            hostref_merge(&acc, &piece);
         }
-        r.sum += v;
-        r.abs_sum += fabs(v);
-        r.isum += (uint32_t)(int32_t)v;
-        if (k + 1 >= (1ull << lo) && ((k + 1) & k) == 0)
-            out.push_back(r);
+        if (k >= lo)
+            out.push_back(acc);
     }
     return out;
 }
 
-/* Whether the kernel's output matches the reference. SUM: int32 wraps exactly, floats
- * within a relative 1e-5 of the sum of magnitudes. */
-static bool check(const Case &c, const Ref &r, const unsigned char *got)
+/* Whether the kernel's output matches the reference: integers and MAX/ARGMAX exactly,
+ * float sums within a relative 1e-5 of the sum of magnitudes. */
+static bool check(const Ref &r, const unsigned char *got)
 {
-    if (c.ref == REF_ARGMAX) {
-        int64_t g;
-        memcpy(&g, got, 8);
-        return g == (int64_t)r.best;
-    }
-    if (c.is_int) {
-        uint32_t g;
-        memcpy(&g, got, 4);
-        return c.ref == REF_MAX ? (int32_t)g == (int32_t)r.best_value : g == r.isum;
-    }
-    const double g = host_value(c, std::vector<unsigned char>(got, got + c.elem), 0);
-    return c.ref == REF_MAX ? g == r.best_value : fabs(g - r.sum) <= 1e-5 * r.abs_sum + 1e-6;
+    const double eps_acc = std::ldexp(1.0, 1 - hostref_digits(hostref_accumulator(r.in, r.out)));
+    const hostref_tolerance tol = {0, 1e-5 / eps_acc, 0, 0};
+    hostref_verdict v;
+    return hostref_check(&r, nullptr, got, &tol, &v) != 0;
 }
 
 static void fill(const Case &c, std::vector<unsigned char> &h, uint64_t n, std::mt19937_64 &rng)
