@@ -1,0 +1,97 @@
+/*
+ * The gridsync command's shared declarations (tools/cli.c, tools/input.c) and its
+ * commands (tools/info.c, reduce.c, selftest.c), dispatched from tools/main.c.
+ */
+#ifndef GS_TOOL_CLI_H
+#define GS_TOOL_CLI_H
+
+#include <stdint.h>
+
+#include "cudashim.h"
+#include "dtype.h"
+#include "gridsync.h"
+#include "hostref.h"
+
+enum {
+    EXIT_OK = 0,
+    EXIT_FAIL = 1,      /* a wrong result, or a gridsync or CUDA error */
+    EXIT_USAGE = 2,     /* bad command line */
+    EXIT_NO_DRIVER = 3, /* no usable CUDA driver (libcuda.so.1) */
+    EXIT_NO_DEVICE = 4  /* no CUDA device, or the --device ordinal does not exist */
+};
+
+/* ---- dtypes and ops (cli.c) ---- */
+typedef enum { K_SIGNED, K_UNSIGNED, K_FLOAT } num_kind;
+
+typedef struct dtype_info {
+    gs_dtype id;
+    const char *alias; /* the long name also accepted: "int32", "float16", ... */
+    num_kind kind;
+    /* integers only: range for SUM data, [-sum_range, sum_range] or [0, 2 * sum_range] */
+    uint64_t sum_range;
+} dtype_info;
+/* Indexed by gs_dtype (checked in main). */
+extern const dtype_info k_dtypes[];
+#define NDTYPES GS_DTYPE_COUNT
+#define NOPS GS_OP_COUNT
+int is_arg_op(gs_op op);
+int is_bit_op(gs_op op);
+/* Bytes of gs_reduce's (default) result. */
+unsigned out_size(const dtype_info *t, gs_op op);
+
+/* ---- inputs (input.c) ---- */
+typedef enum { DATA_DEFAULT, DATA_INT, DATA_NAN } data_kind;
+extern const char *const k_data_names[];
+/* `buf` holds offset + n elements; the reduction's input starts at element `offset`. */
+void make_input(const dtype_info *t, gs_op op, data_kind kind, void *buf, uint64_t offset, uint64_t n,
+                uint64_t seed);
+
+/* ---- checking (cli.c) ---- */
+typedef hostref_verdict verdict;
+void verify(const dtype_info *t, gs_op op, const void *data, uint64_t n, const unsigned char *got, verdict *v);
+
+/* ---- errors and options (cli.c) ---- */
+extern const char *g_cmd; /* the subcommand, for usage messages */
+/* Prints "gridsync: MESSAGE" and a pointer to --help; exits EXIT_USAGE. */
+void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* Report a failure on one line; return the exit status for it. */
+int report_gs(const char *what, gs_status st);
+int report_shim(const char *what);
+int report_shim_init(cushim_status st);
+const dtype_info *parse_dtype(const char *s);
+gs_op parse_op(const char *s);
+data_kind parse_data(const char *s);
+/* A non-negative integer: decimal or 0x hex, optional suffix K M G T (powers of 1024). */
+uint64_t parse_u64(const char *opt, const char *s, uint64_t max);
+/* Matches "--name value" and "--name=value"; advances *i past the value. */
+int take_opt(int argc, char **argv, int *i, const char *name, const char **value);
+int is_help(const char *a);
+void set_backend(const char *name);
+uint64_t time_seed(void);
+
+/* ---- the device session (cli.c) ---- */
+typedef struct session {
+    int device;
+    gs_context *ctx;
+    gs_context_info info;
+    cushim_stream stream;
+    int have_stream;
+} session;
+/* Each returns 0 or an exit status (the failure already reported). */
+int session_open(session *s, int device);
+int session_close(session *s, int rc);
+void print_device_line(const gs_context_info *info);
+
+#define POISON 0xA5
+#define OUT_SLOT 16 /* bytes between the two result slots selftest uses */
+/* Poisoned outputs, `times` launches into OUT_SLOT-spaced slots, wait, read back. */
+gs_status launch_and_read(session *s, cushim_ptr in, uint64_t n, const dtype_info *t, gs_op op, cushim_ptr out,
+                          unsigned char *got, int times, int *shim_failed);
+
+/* ---- the commands ---- */
+extern const char k_usage_info[], k_usage_reduce[], k_usage_selftest[];
+int cmd_info(int argc, char **argv);
+int cmd_reduce(int argc, char **argv);
+int cmd_selftest(int argc, char **argv);
+
+#endif
