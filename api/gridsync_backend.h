@@ -11,18 +11,15 @@
  * backends (the entry symbol name changes with it); a new minor only appends members at
  * the end of the structs below, so both sides read struct_size before touching a member
  * past the first version's end. Released versions of this header are kept, frozen, as
- * gridsync_backend_v<major>_<minor>.h.
+ * gridsync_backend_v<major>_<minor>.h (1.0: gridsync_backend_v1.h), and the structs here are
+ * laid out from the newest one's member lists.
  *
  * This header needs cuda.h (CUDA 12.0 or newer) for the driver's handle types.
  */
 #ifndef GRIDSYNC_BACKEND_H
 #define GRIDSYNC_BACKEND_H
 
-#include <stdarg.h>
-#include <stdint.h>
-#include <cuda.h>
-
-#include "gridsync.h"
+#include "gridsync_backend_v1_1.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -35,52 +32,23 @@ extern "C" {
 #define GS_BACKEND_ENTRY_V1_NAME "gridsync_backend_entry_v1"
 
 /* Log levels for gs_backend_host.log. */
-#define GS_LOG_DEBUG 0 /* shown with GRIDSYNC_DEBUG=1 */
-#define GS_LOG_ERROR 1
+#define GS_LOG_DEBUG GS_LOG_DEBUG_V1_1 /* shown with GRIDSYNC_DEBUG=1 */
+#define GS_LOG_ERROR GS_LOG_ERROR_V1_1
 
 /*
- * What the core gives a backend: driver entry points resolved once by the core (with the
- * ABI each prototype names), and services. Valid until the backend is unloaded.
+ * The current structs are the newest frozen version's member lists (gridsync_backend_v1_1.h,
+ * which begins with gridsync_backend_v1.h's): the members and what each means are written
+ * there, once. A new minor adds gridsync_backend_v1_<minor>.h and points these at its lists.
  */
+
+/* What the core gives a backend: driver entry points and services. */
 typedef struct gs_backend_host {
-    uint32_t struct_size;
-    uint32_t abi_version; /* the core's GS_BACKEND_ABI_VERSION */
-
-    /* Services. */
-    /* Trace to stderr when GRIDSYNC_DEBUG is set (DEBUG) or always (ERROR). */
-    void (*log)(int level, const char *fmt, ...);
-    /* Sets the caller's thread-local detail message (what gs_last_error_message returns). */
-    void (*set_error)(const char *fmt, ...);
-
-    /* CUDA driver API; the handles are the driver's. */
-    CUresult (*cuGetErrorName)(CUresult error, const char **str);
-    CUresult (*cuDeviceGetAttribute)(int *pi, CUdevice_attribute attrib, CUdevice dev);
-    CUresult (*cuModuleLoadData)(CUmodule *module, const void *image);
-    CUresult (*cuModuleUnload)(CUmodule hmod);
-    CUresult (*cuModuleGetFunction)(CUfunction *hfunc, CUmodule hmod, const char *name);
-    CUresult (*cuFuncGetAttribute)(int *pi, CUfunction_attribute attrib, CUfunction hfunc);
-    CUresult (*cuFuncSetAttribute)(CUfunction hfunc, CUfunction_attribute attrib, int value);
-    CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int *numBlocks, CUfunction func,
-                                                            int blockSize, size_t dynamicSMemSize);
-    CUresult (*cuLaunchKernel)(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-                               unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
-                               unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
-                               void **kernelParams, void **extra);
-    /* Any other driver entry point: cuGetProcAddress(symbol, pfn, cudaVersion, 0, NULL). */
-    CUresult (*cuGetProcAddress)(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
-                                 CUdriverProcAddressQueryResult *symbolStatus);
+    GS_BACKEND_HOST_V1_1_MEMBERS
 } gs_backend_host;
 
-/* The device a backend instance is opened for. Its CUDA context is current on the calling
- * thread during every call into the backend. */
+/* The device a backend instance is opened for. */
 typedef struct gs_backend_device {
-    uint32_t struct_size;
-    CUdevice device;
-    CUcontext context;
-    int32_t cc_major;
-    int32_t cc_minor;
-    int32_t multiprocessor_count;
-    int32_t max_threads_per_multiprocessor;
+    GS_BACKEND_DEVICE_V1_1_MEMBERS
 } gs_backend_device;
 
 /* One reduction. Validated by the core: in/out non-NULL (unless n == 0 for in), aligned
@@ -88,20 +56,7 @@ typedef struct gs_backend_device {
  * (query_reduce), workspace as large as the backend's workspace_size and private to
  * `stream`. */
 typedef struct gs_backend_reduce_args {
-    uint32_t struct_size;
-    gs_dtype dtype;
-    gs_op op;
-    gs_dtype out_dtype; /* resolved by the core: never GS_OUT_DEFAULT */
-    CUdeviceptr in;
-    uint64_t n;
-    CUdeviceptr out;
-    CUstream stream;
-    /* At least workspace_size bytes, 256-byte aligned, zero-filled when first handed out;
-     * from then on the backend keeps it as its kernels need it between launches. Launches
-     * on one workspace are ordered (one stream), so a counter in it needs no atomics
-     * across launches. */
-    CUdeviceptr workspace;
-    uint64_t workspace_bytes;
+    GS_BACKEND_REDUCE_ARGS_V1_1_MEMBERS
 } gs_backend_reduce_args;
 
 /* One segmented reduction (ABI 1.1). Validated by the core like gs_backend_reduce_args:
@@ -112,46 +67,12 @@ typedef struct gs_backend_reduce_args {
  * out[0, num_segments) and its workspace whatever they hold, and leave the workspace
  * ready for the next launch. */
 typedef struct gs_backend_segmented_args {
-    uint32_t struct_size;
-    gs_dtype dtype;
-    gs_op op;
-    gs_dtype out_dtype; /* gs_reduce's default for dtype/op */
-    CUdeviceptr in;
-    uint64_t n;
-    CUdeviceptr offsets;
-    uint64_t num_segments;
-    CUdeviceptr out;
-    CUstream stream;
-    CUdeviceptr workspace; /* as in gs_backend_reduce_args: the same per-stream buffer */
-    uint64_t workspace_bytes;
+    GS_BACKEND_SEGMENTED_ARGS_V1_1_MEMBERS
 } gs_backend_segmented_args;
 
-typedef struct gs_backend_instance gs_backend_instance; /* the backend's own per-device state */
-
+/* What a backend implements: struct_size, abi_version and name, then its functions. */
 typedef struct gs_backend_ops {
-    uint32_t struct_size; /* sizeof(gs_backend_ops) as the backend was built */
-    uint32_t abi_version; /* GS_BACKEND_ABI_VERSION the backend was built with */
-    const char *name;     /* e.g. "cuda_sm20" */
-
-    /* Required. Sets up the backend for a device: loads its code into the current context.
-     * Returns GS_ERROR_NO_KERNEL_IMAGE when it has no code for the device, so the core
-     * can try the next backend. */
-    gs_status (*open)(const gs_backend_device *device, gs_backend_instance **instance);
-    /* Required. Frees what open made; the context is current. */
-    void (*close)(gs_backend_instance *instance);
-    /* Required. GS_SUCCESS if op over dtype written as out_dtype is implemented, else
-     * GS_ERROR_UNSUPPORTED. */
-    gs_status (*query_reduce)(const gs_backend_instance *instance, gs_dtype dtype, gs_op op, gs_dtype out_dtype);
-    /* Required. Bytes of per-stream device workspace the backend needs (<= 64 KiB). */
-    uint64_t (*workspace_size)(const gs_backend_instance *instance);
-    /* Required. Queues the reduction on args->stream; never synchronizes the host. */
-    gs_status (*reduce)(gs_backend_instance *instance, const gs_backend_reduce_args *args);
-
-    /* ---- ABI 1.1 ---- */
-    /* Optional. Queues a segmented reduction (one launch) on args->stream; never
-     * synchronizes the host. Absent (NULL, or not covered by struct_size): the core
-     * answers gs_segmented_reduce with GS_ERROR_UNSUPPORTED. */
-    gs_status (*segmented_reduce)(gs_backend_instance *instance, const gs_backend_segmented_args *args);
+    GS_BACKEND_OPS_V1_1_MEMBERS(gs_backend_device, gs_backend_reduce_args, gs_backend_segmented_args)
 } gs_backend_ops;
 
 /*
