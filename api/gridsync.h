@@ -192,6 +192,9 @@ typedef struct gs_reduce_options {
      *   SUM, PROD, MIN, MAX over float16/bfloat16 -> GS_FLOAT32 (no final rounding).
      * Anything else returns GS_ERROR_UNSUPPORTED. */
     int32_t out_dtype;
+    /* ---- appended in GRIDSYNC_1.2 (read only when struct_size covers it) ---- */
+    /* GS_REDUCE_EXACT, GS_REDUCE_EXACT_ACCUMULATOR (below); 0 for the default. */
+    uint32_t flags;
 } gs_reduce_options;
 
 /* gs_reduce with options; opts NULL is the same as gs_reduce. */
@@ -282,6 +285,73 @@ GS_API gs_status gs_queue_reset(gs_context *ctx, void *queue, gs_stream stream);
  * GS_ERROR_INVALID_POINTER: queue is not the start of a device allocation.
  */
 GS_API gs_status gs_queue_destroy(gs_context *ctx, void *queue);
+
+/* ---- added in GRIDSYNC_1.2: correctly rounded float sums -------------------------------
+ *
+ * docs/semantics.md §12 has the rules. gs_reduce_options.flags:
+ *
+ * GS_REDUCE_EXACT: a float SUM (float16, bfloat16, float32, float64; outputs as in the
+ *   table of gs_reduce_options, i.e. the input type, or float16/bfloat16 -> float32,
+ *   float32 -> float64) is the exact mathematical sum of the elements rounded once, to
+ *   nearest-even, to the output type: the same bits on every backend, grid size, GPU,
+ *   alignment and order of the data. A NaN element, or +inf and -inf together, give NaN;
+ *   infinities of one sign give that infinity; a finite exact sum that rounds beyond the
+ *   type's range gives +-inf; an exact sum of 0 is -0.0 when every element is -0.0 (n >= 1)
+ *   and +0.0 otherwise. Any other op or dtype with this flag: GS_ERROR_UNSUPPORTED.
+ * GS_REDUCE_EXACT_ACCUMULATOR: the same sums, but `out` receives the gs_exact_acc of the
+ *   elements (8-byte aligned, sizeof(gs_exact_acc) bytes) instead of the rounded result;
+ *   out_dtype is checked as for GS_REDUCE_EXACT and does not change the accumulator.
+ */
+#define GS_REDUCE_EXACT 1u
+#define GS_REDUCE_EXACT_ACCUMULATOR 2u
+
+/*
+ * The exact accumulator: one fixed-point number of GS_EXACT_LIMBS signed 64-bit limbs, and
+ * counts. Its value is
+ *     sum over i of limb[i] * 2^(GS_EXACT_LIMB_BITS * i + GS_EXACT_LOW_EXPONENT),
+ * exactly, for any int64 limbs: 2^-1088 .. 2^1088 in 32-bit digits, which holds every
+ * float64 (subnormals included: 2^-1074 is a multiple of 2^-1088) and the sum of up to
+ * 2^63 of them. Every member is an int64 that adds: the accumulator of the union of two
+ * inputs is the member-wise int64 sum of theirs. So accumulators of shards combine with
+ * a plain int64 sum of GS_EXACT_ACC_WORDS words (an NCCL or MPI all-reduce of int64), or
+ * with gs_exact_combine, and gs_exact_round of the total gives the bits one call over all
+ * the data gives.
+ *
+ * Normalised (what gridsync writes): limb[0 .. GS_EXACT_LIMBS-2] in [0, 2^32) and the
+ * value's sign and the rest in limb[GS_EXACT_LIMBS-1] (|limb| < 2^31 for any sum of fewer
+ * than 2^63 float elements), so the int64 sum of up to 2^30 normalised accumulators
+ * cannot overflow; gs_exact_combine normalises again, for any number of combines.
+ */
+#define GS_EXACT_LIMBS 68
+#define GS_EXACT_LIMB_BITS 32
+#define GS_EXACT_LOW_EXPONENT (-1088)
+#define GS_EXACT_ACC_WORDS 76
+typedef struct gs_exact_acc {
+    int64_t limb[GS_EXACT_LIMBS];
+    int64_t count;      /* elements */
+    int64_t nan;        /* NaN elements */
+    int64_t pos_inf;    /* +inf elements */
+    int64_t neg_inf;    /* -inf elements */
+    int64_t sign_clear; /* > 0: some element has its sign bit clear (gridsync writes 0 or 1);
+                           decides the sign of a zero sum: -0.0 needs count > 0, sign_clear == 0 */
+    int64_t reserved[3]; /* written as 0, ignored when read */
+} gs_exact_acc;
+
+/*
+ * The correctly rounded sum an accumulator stands for, as gs_reduce with GS_REDUCE_EXACT
+ * would write it: out_dtype GS_FLOAT16, GS_BFLOAT16, GS_FLOAT32 or GS_FLOAT64; *result
+ * (host memory, 2, 2, 4 or 8 bytes) gets the value. Any int64 limbs are accepted (the
+ * value above); counts are read as "> 0 or not". Host only: needs no driver or device.
+ * GS_ERROR_INVALID_ARGUMENT: acc or result NULL, or out_dtype not a float type.
+ */
+GS_API gs_status gs_exact_round(const gs_exact_acc *acc, gs_dtype out_dtype, void *result);
+
+/*
+ * acc += other (member-wise), then acc normalised: the accumulator of both inputs. Host
+ * only. GS_ERROR_INVALID_ARGUMENT: a NULL pointer, or a sum that leaves int64 (limbs that
+ * were far from normalised, or counts beyond 2^63); acc is then unchanged.
+ */
+GS_API gs_status gs_exact_combine(gs_exact_acc *acc, const gs_exact_acc *other);
 
 #ifdef __cplusplus
 }
