@@ -15,7 +15,7 @@
 #
 #   scripts/ci-package.sh
 #
-# Environment: CUDA_ARCHS (default auto, every architecture nvcc offers, as a distribution
+# Environment: CUDA_ARCHS (default all, every architecture nvcc offers, as a distribution
 # package has it; e.g. 90 for a quick run), NVCC (the compiler; default from PATH,
 # /usr/local/bin, /usr/local/cuda/bin), KEEP=1 keeps the work directory (.debs, logs),
 # WORK (the work directory; default a new one under /tmp).
@@ -23,7 +23,7 @@
 set -eu
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-archs=${CUDA_ARCHS:-auto}
+archs=${CUDA_ARCHS:-all}
 start=$(date +%s)
 jobs=$(nproc 2>/dev/null || echo 2)
 
