@@ -11,6 +11,8 @@
 #      the real backends' fatbins but runs nothing), the context must take its backend
 #      from the staged tree, found next to the loaded libgridsync (no
 #      GRIDSYNC_BACKEND_PATH), and the GRIDSYNC_DEBUG trace must show that directory;
+#      the CMake consumer and the C++ example of examples/cmake are built with
+#      find_package(gridsync) against the staged tree too;
 #   5. the staged tree is moved elsewhere (the old path gone): the same binary, one
 #      rebuilt with pkg-config against the new place, and the installed gridsync command
 #      must take the backends from the new place (on a GPU machine the consumer also
@@ -229,6 +231,32 @@ if command -v cmake >/dev/null 2>&1 && [ -n "$(find "$stage" -name gridsyncConfi
     fi
 else
     note "no cmake, or no gridsyncConfig.cmake installed: the CMake consumer is skipped"
+fi
+
+# ---- 4c. examples/cmake: the C++ example project, as its README-style header says ---------
+# It needs the CUDA runtime too (FindCUDAToolkit: nvcc on PATH, /usr/local/cuda, or
+# CUDAToolkit_ROOT); the runtime cannot run on the fake driver, so it runs as the machine
+# is: with a driver and a GPU it must reduce right (0), without a driver it must say so
+# (77, as the gpu suite's programs do).
+if command -v cmake >/dev/null 2>&1 && [ -n "$(find "$stage" -name gridsyncConfig.cmake)" ]; then
+    note "CMake: examples/cmake against the installed tree"
+    ebdir=$tmp/cmake-example
+    # shellcheck disable=SC2086
+    if cmake -S "$src/examples/cmake" -B "$ebdir" -DCMAKE_PREFIX_PATH="$root" \
+            -DCMAKE_CXX_FLAGS="$cmake_cflags -Wall -Wextra -Werror" >"$tmp/cmake-example.log" 2>&1 &&
+            cmake --build "$ebdir" >>"$tmp/cmake-example.log" 2>&1; then
+        LD_LIBRARY_PATH=$libdir$sys_ldp "$ebdir/reduce_cxx" >"$tmp/example.log" 2>&1
+        rc=$?
+        sed 's/^/   /' "$tmp/example.log"
+        if [ "$have_driver" = 1 ]; then
+            [ "$rc" = 0 ] || fail "examples/cmake's reduce_cxx with a CUDA driver: exit status $rc, want 0"
+        else
+            [ "$rc" = 77 ] || fail "examples/cmake's reduce_cxx without a CUDA driver: exit status $rc, want 77"
+        fi
+    else
+        sed 's/^/   /' "$tmp/cmake-example.log"
+        fail "building examples/cmake with find_package(gridsync)"
+    fi
 fi
 
 # ---- 5. relocation -------------------------------------------------------------------
