@@ -1,16 +1,20 @@
 #!/bin/sh
 # Debian packages, end to end, for CI (no GPU needed):
 #   1. installs what the build needs with apt-get (the Build-Depends of debian/control that
-#      dpkg-checkbuilddeps reports missing, and dpkg-dev, debhelper, fakeroot, lintian);
+#      dpkg-checkbuilddeps reports missing, and dpkg-dev, debhelper, fakeroot, lintian,
+#      autopkgtest);
 #   2. copies the source tree (tracked and untracked files git does not ignore) to a
-#      temporary directory, so the checkout gets no build leftovers, and builds the
-#      binary packages there: dpkg-buildpackage -us -uc -b -d (-d: the CUDA toolkit is
-#      not a Debian package; debian/rules finds nvcc), test suites included;
-#   3. lintian --pedantic on the result: fails on any error (warnings, info and pedantic
-#      tags are listed);
-#   4. dpkg -i the three packages, then debian/tests/consumer: tests/consumer/consumer.c
-#      built with pkg-config against the installed packages and run (no driver here:
-#      GS_ERROR_NO_DRIVER as documented; with a GPU: a checked reduction);
+#      temporary directory, so the checkout gets no build leftovers, makes the upstream
+#      tarball from it (everything but debian/), and builds the source and binary packages
+#      there: dpkg-buildpackage -us -uc -d (-d: the CUDA toolkit is not a Debian package
+#      here; debian/rules finds nvcc), test suites included;
+#   3. lintian --pedantic on the source and binary packages: fails on any error (warnings,
+#      info and pedantic tags are listed); with every architecture, fails when
+#      libgridsync1 installs more than 15 MiB;
+#   4. autopkgtest with the null runner, as a Debian CI would run debian/tests: it installs
+#      the built packages with the tests' Depends, then debian/tests/consumer builds
+#      tests/consumer/consumer.c with pkg-config against them and runs it (no driver
+#      here: GS_ERROR_NO_DRIVER as documented; with a GPU: a checked reduction);
 #   5. removes (purges) the packages again, also when a step failed.
 #
 #   scripts/ci-package.sh
@@ -37,7 +41,7 @@ phase() {
 # ---- 1. tools --------------------------------------------------------------------------
 phase "build dependencies"
 need=
-for p in dpkg-dev debhelper fakeroot lintian build-essential; do
+for p in dpkg-dev debhelper fakeroot lintian autopkgtest build-essential; do
     dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed' || need="$need $p"
 done
 if command -v dpkg-checkbuilddeps >/dev/null 2>&1; then
@@ -106,9 +110,12 @@ else
     (cd "$root" && tar --exclude='./build*' --exclude=./.git --exclude=./obj-* -cf - .) | tar -xf - -C "$src"
 fi
 
-phase "dpkg-buildpackage -us -uc -b -d (log: $work/build.log)"
+# 3.0 (quilt) builds the source package from the upstream tarball and debian/.
+tar -C "$work" --exclude="gridsync-$upstream/debian" -cJf "$work/gridsync_$upstream.orig.tar.xz" "gridsync-$upstream"
+
+phase "dpkg-buildpackage -us -uc -d (log: $work/build.log)"
 if ! (cd "$src" && NVCC=$NVCC CUDA_ARCHS=$archs DEB_BUILD_OPTIONS="parallel=$jobs ${DEB_BUILD_OPTIONS:-}" \
-        dpkg-buildpackage -us -uc -b -d) >"$work/build.log" 2>&1; then
+        dpkg-buildpackage -us -uc -d) >"$work/build.log" 2>&1; then
     tail -60 "$work/build.log" >&2
     echo "FAIL: dpkg-buildpackage" >&2
     exit 1
@@ -117,7 +124,10 @@ grep -E '^(Ok|Fail|Skipped|Expected Fail|Unexpected Pass|Timeout):' "$work/build
     sed 's/^/   meson test: /'
 echo
 changes=$(ls "$work"/gridsync_*.changes)
-for f in "$work"/*.deb; do echo "   $(basename "$f") $(du -h "$f" | cut -f1)"; done
+for f in "$work"/*.deb; do
+    echo "   $(basename "$f") $(du -h "$f" | cut -f1), installs $(dpkg-deb -f "$f" Installed-Size) KiB"
+done
+for f in "$work"/*.dsc "$work"/*.debian.tar.*; do echo "   $(basename "$f") $(du -h "$f" | cut -f1)"; done
 
 # ---- 3. lintian -------------------------------------------------------------------------
 phase "lintian"
@@ -129,22 +139,27 @@ fi
 sed 's/^/   /' "$work/lintian.log"
 echo "   lintian: $(grep -c '^E: ' "$work/lintian.log" || true) errors, $(grep -c '^W: ' "$work/lintian.log" || true) warnings, $(grep -c '^I: ' "$work/lintian.log" || true) info, $(grep -c '^P: ' "$work/lintian.log" || true) pedantic"
 [ "$lrc" = 0 ] || { echo "FAIL: lintian reported errors (exit status $lrc)" >&2; exit 1; }
+# Issue 19: with every architecture, libgridsync1 (the library and both backends, their
+# fatbins compressed) must stay under 15 MiB installed; uncompressed it was 108 MiB.
+if [ "$archs" = all ] || [ "$archs" = auto ]; then
+    size=$(dpkg-deb -f "$work"/libgridsync1_*.deb Installed-Size)
+    [ "$size" -le 15360 ] || { echo "FAIL: libgridsync1 installs $size KiB, more than 15 MiB" >&2; exit 1; }
+fi
 
-# ---- 4. install and use -----------------------------------------------------------------
-phase "dpkg -i"
+# ---- 4. install and use: autopkgtest -------------------------------------------------------
+# The null runner installs the packages (and the tests' Depends) on this machine, with
+# apt-get through a temporary repository of the .debs, and runs debian/tests/control's
+# tests from the unpacked source ($src/, the trailing slash says it is a source tree).
+phase "autopkgtest (null runner; log: $work/autopkgtest.log)"
 installed=1
-as_root dpkg -i "$work"/libgridsync1_*.deb "$work"/libgridsync-dev_*.deb "$work"/gridsync-tools_*.deb \
-    >"$work/install.log" 2>&1 || { cat "$work/install.log" >&2; echo "FAIL: dpkg -i" >&2; exit 1; }
-dpkg-query -W -f='   ${Package} ${Version} ${Status}\n' libgridsync1 libgridsync-dev gridsync-tools
-dpkg -L libgridsync1 libgridsync-dev gridsync-tools | grep -v '/$' | grep -E '\.so|\.h|\.pc|bin/|man1' | sed 's/^/   /'
-
-phase "the consumer program against the installed packages"
-mkdir -p "$work/test"
-if (cd "$src" && AUTOPKGTEST_TMP=$work/test sh debian/tests/consumer) >"$work/consumer.log" 2>&1; then
+if as_root autopkgtest --no-built-binaries "$work"/libgridsync1_*.deb "$work"/libgridsync-dev_*.deb \
+        "$work"/gridsync-tools_*.deb "$src/" -- null >"$work/autopkgtest.log" 2>&1; then
     trc=0
 else
     trc=$?
 fi
-sed 's/^/   /' "$work/consumer.log"
-[ "$trc" = 0 ] || { echo "FAIL: debian/tests/consumer (exit status $trc)" >&2; exit 1; }
+sed -n -e '/^consumer /p' -e '/stdout -----/,/^autopkgtest \[/p' "$work/autopkgtest.log" | sed 's/^/   /'
+dpkg-query -W -f='   ${Package} ${Version} ${Status}\n' libgridsync1 libgridsync-dev gridsync-tools
+# autopkgtest: 0 all passed, 2 passed but some skipped, anything else failed
+[ "$trc" = 0 ] || { tail -40 "$work/autopkgtest.log" >&2; echo "FAIL: autopkgtest (exit status $trc)" >&2; exit 1; }
 # 5. (cleanup, on exit) removes the packages.
