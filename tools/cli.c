@@ -51,10 +51,11 @@ unsigned out_size(const dtype_info *t, gs_op op)
  * ====================================================================================== */
 
 
-void verify(const dtype_info *t, gs_op op, const void *data, uint64_t n, const unsigned char *got, verdict *v)
+void verify(const dtype_info *t, gs_op op, gs_dtype out, const void *data, uint64_t n, const unsigned char *got,
+            verdict *v)
 {
     hostref_ref r;
-    hostref_reduce(&r, t->id, op, hostref_default_out(t->id, op), data, n);
+    hostref_reduce(&r, t->id, op, out, data, n);
     hostref_check(&r, data, got, &hostref_rigorous, v);
 }
 
@@ -88,33 +89,52 @@ static const char *strip_prefix(const char *msg, const char *prefix)
     return strncmp(msg, prefix, len) == 0 ? msg + len : msg;
 }
 
-/* Reports a failed gridsync call on one line and returns the exit status for it. */
+/* Whether libgridsync traces its failures itself (GRIDSYNC_DEBUG, read as core/error.c
+ * reads it): then its "error:" line already holds the message. */
+static int library_traces(void)
+{
+    const char *v = getenv("GRIDSYNC_DEBUG");
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+/* Reports a failed gridsync call on one line and returns the exit status for it. Under
+ * GRIDSYNC_DEBUG the line leaves out the message the library's trace printed just above,
+ * so the reason appears once. */
 int report_gs(const char *what, gs_status st)
 {
     const char *msg = gs_last_error_message();
+    char head[256], full[1400];
     if (st == GS_ERROR_NO_DRIVER)
-        fprintf(stderr, "gridsync: no CUDA driver: %s\n", *msg ? strip_prefix(msg, "no CUDA driver: ") : gs_status_string(st));
+        snprintf(head, sizeof head, "no CUDA driver");
     else if (st == GS_ERROR_NO_DEVICE)
-        fprintf(stderr, "gridsync: no CUDA device: %s\n", *msg ? msg : gs_status_string(st));
+        snprintf(head, sizeof head, "no CUDA device");
     else
-        fprintf(stderr, "gridsync: %s: %s%s%s\n", what, gs_status_string(st), *msg ? ": " : "", msg);
+        snprintf(head, sizeof head, "%s: %s", what, gs_status_string(st));
+    if (!*msg)
+        snprintf(full, sizeof full, "%s: %s", head, gs_status_string(st));
+    else
+        snprintf(full, sizeof full, "%s: %s", head, st == GS_ERROR_NO_DRIVER ? strip_prefix(msg, "no CUDA driver: ") : msg);
+    if (*msg && library_traces())
+        fail_traced(head, full);
+    else
+        fail("%s", full);
     return exit_code_for(st);
 }
 
 int report_shim(const char *what)
 {
-    fprintf(stderr, "gridsync: %s: %s\n", what, cushim_error());
+    fail("%s: %s", what, cushim_error());
     return EXIT_FAIL;
 }
 
 int report_shim_init(cushim_status st)
 {
     if (st == CUSHIM_NO_DRIVER) {
-        fprintf(stderr, "gridsync: no CUDA driver: %s\n", strip_prefix(cushim_error(), "no CUDA driver: "));
+        fail("no CUDA driver: %s", strip_prefix(cushim_error(), "no CUDA driver: "));
         return EXIT_NO_DRIVER;
     }
     if (st == CUSHIM_NO_DEVICE) {
-        fprintf(stderr, "gridsync: no CUDA device: %s\n", cushim_error());
+        fail("no CUDA device: %s", cushim_error());
         return EXIT_NO_DEVICE;
     }
     return report_shim("setting up the CUDA context");
@@ -217,7 +237,7 @@ void set_backend(const char *name)
     if (!*name)
         usage_error("--backend needs a name (cuda_sm20, cuda_sm11_compat) or an absolute path");
     if (setenv("GRIDSYNC_BACKEND", name, 1) != 0) {
-        fprintf(stderr, "gridsync: setenv(GRIDSYNC_BACKEND): %s\n", strerror(errno));
+        fail("setenv(GRIDSYNC_BACKEND): %s", strerror(errno));
         exit(EXIT_FAIL);
     }
 }
@@ -273,11 +293,27 @@ int session_close(session *s, int rc)
     return rc;
 }
 
+/* The members naming a device and its backend, in the current JSON object. */
+void json_context_info(const gs_context_info *info)
+{
+    char cc[24];
+    snprintf(cc, sizeof cc, "%d.%d", info->cc_major, info->cc_minor);
+    json_str("name", info->device_name);
+    json_str("compute_capability", cc);
+    json_int("multiprocessors", info->multiprocessor_count);
+    json_str("backend", info->backend_name);
+    json_str("backend_file", info->backend_path);
+}
+
 void print_device_line(const gs_context_info *info)
 {
-    printf("device %d: %s, compute capability %d.%d, %d multiprocessors\n", info->device, info->device_name,
-           info->cc_major, info->cc_minor, info->multiprocessor_count);
-    printf("backend: %s (%s)\n", info->backend_name, info->backend_path);
+    say("device %d: %s, compute capability %d.%d, %d multiprocessors\n", info->device, info->device_name,
+        info->cc_major, info->cc_minor, info->multiprocessor_count);
+    say("backend: %s (%s)\n", info->backend_name, info->backend_path);
+    json_open("device", '{');
+    json_int("index", info->device);
+    json_context_info(info);
+    json_close();
 }
 
 /* ======================================================================================
@@ -287,8 +323,8 @@ void print_device_line(const gs_context_info *info)
 
 /* Returns GS_SUCCESS, the gs_reduce status (message left in gs_last_error_message), or
  * GS_ERROR_CUDA with *shim_failed set when a shim call failed (cushim_error() says why). */
-gs_status launch_and_read(session *s, cushim_ptr in, uint64_t n, const dtype_info *t, gs_op op,
-                                 cushim_ptr out, unsigned char *got, int times, int *shim_failed)
+gs_status launch_and_read(session *s, cushim_ptr in, uint64_t n, const dtype_info *t, gs_op op, gs_dtype out_dtype,
+                          cushim_ptr out, unsigned char *got, int times, int *shim_failed)
 {
     *shim_failed = 0;
     /* cuMemsetD8 and cuMemcpyHtoD run on the legacy default stream, which does not order
@@ -298,9 +334,10 @@ gs_status launch_and_read(session *s, cushim_ptr in, uint64_t n, const dtype_inf
         *shim_failed = 1;
         return GS_ERROR_CUDA;
     }
+    gs_reduce_options opts = {.struct_size = sizeof opts, .out_dtype = (int32_t)out_dtype};
     for (int k = 0; k < times; k++) {
-        gs_status st = gs_reduce(s->ctx, (const void *)(uintptr_t)in, n, t->id, op,
-                                 (void *)(uintptr_t)(out + (cushim_ptr)k * OUT_SLOT), (gs_stream)s->stream);
+        gs_status st = gs_reduce_ex(s->ctx, (const void *)(uintptr_t)in, n, t->id, op,
+                                    (void *)(uintptr_t)(out + (cushim_ptr)k * OUT_SLOT), (gs_stream)s->stream, &opts);
         if (st != GS_SUCCESS)
             return st;
     }

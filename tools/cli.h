@@ -1,6 +1,7 @@
 /*
- * The gridsync command's shared declarations (tools/cli.c, tools/input.c) and its
- * commands (tools/info.c, reduce.c, selftest.c), dispatched from tools/main.c.
+ * The gridsync command's shared declarations (cli.c, output.c, input.c, timing.c,
+ * backends.c) and its commands (info.c, reduce.c, selftest.c), dispatched
+ * from main.c.
  */
 #ifndef GS_TOOL_CLI_H
 #define GS_TOOL_CLI_H
@@ -19,6 +20,26 @@ enum {
     EXIT_NO_DRIVER = 3, /* no usable CUDA driver (libcuda.so.1) */
     EXIT_NO_DEVICE = 4  /* no CUDA device, or the --device ordinal does not exist */
 };
+
+/* ---- output (output.c) ---- */
+extern int g_json; /* --json: one JSON object on stdout instead of lines */
+/* A line for people (nothing with --json). */
+void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "gridsync: MESSAGE" on stderr; the first one is also the JSON object's "error". */
+void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A failure whose message a trace already printed: "gridsync: HEAD (...)", FULL for JSON. */
+void fail_traced(const char *head, const char *full);
+/* Members of the JSON object (no-ops without --json); key NULL inside an array.
+ * json_open's bracket is '{' or '['. */
+void json_str(const char *key, const char *v);
+void json_int(const char *key, int64_t v);
+void json_uint(const char *key, uint64_t v);
+void json_num(const char *key, double v); /* null when not finite */
+void json_bool(const char *key, int v);
+void json_open(const char *key, char bracket);
+void json_close(void);
+/* Adds exit_status and error, prints the object; returns rc. */
+int json_finish(int rc);
 
 /* ---- dtypes and ops (cli.c) ---- */
 typedef enum { K_SIGNED, K_UNSIGNED, K_FLOAT } num_kind;
@@ -48,7 +69,9 @@ void make_input(const dtype_info *t, gs_op op, data_kind kind, void *buf, uint64
 
 /* ---- checking (cli.c) ---- */
 typedef hostref_verdict verdict;
-void verify(const dtype_info *t, gs_op op, const void *data, uint64_t n, const unsigned char *got, verdict *v);
+/* hostref's check of one result of op over data[0..n) written as `out`, rigorous bound. */
+void verify(const dtype_info *t, gs_op op, gs_dtype out, const void *data, uint64_t n, const unsigned char *got,
+            verdict *v);
 
 /* ---- errors and options (cli.c) ---- */
 extern const char *g_cmd; /* the subcommand, for usage messages */
@@ -80,13 +103,26 @@ typedef struct session {
 /* Each returns 0 or an exit status (the failure already reported). */
 int session_open(session *s, int device);
 int session_close(session *s, int rc);
+/* The device and backend lines (and the JSON object "device"). */
 void print_device_line(const gs_context_info *info);
+void json_context_info(const gs_context_info *info);
 
 #define POISON 0xA5
 #define OUT_SLOT 16 /* bytes between the two result slots selftest uses */
 /* Poisoned outputs, `times` launches into OUT_SLOT-spaced slots, wait, read back. */
-gs_status launch_and_read(session *s, cushim_ptr in, uint64_t n, const dtype_info *t, gs_op op, cushim_ptr out,
-                          unsigned char *got, int times, int *shim_failed);
+gs_status launch_and_read(session *s, cushim_ptr in, uint64_t n, const dtype_info *t, gs_op op, gs_dtype out_dtype,
+                          cushim_ptr out, unsigned char *got, int times, int *shim_failed);
+
+/* ---- timing (timing.c) ---- */
+/* Times `repeat` back-to-back launch(s, arg) per run; prints the time, the bandwidth for
+ * bytes_per_call and the JSON object "timing". Returns 0 or an exit status (reported;
+ * `what` names the call). */
+int time_launches(session *s, gs_status (*launch)(session *s, const void *arg), const void *arg, uint64_t repeat,
+                  const char *what, double bytes_per_call);
+void print_bytes(const char *label, double bytes);
+
+/* The backend directories and files (backends.c); returns how many files it found. */
+int print_backends(void);
 
 /* ---- the commands ---- */
 extern const char k_usage_info[], k_usage_reduce[], k_usage_selftest[];

@@ -37,7 +37,8 @@ static const char k_usage[] =
     "  reduce     one gs_reduce on fresh random data: checked against a host reference, timed\n"
     "  selftest   every dtype x op on several sizes, checked against a host reference\n"
     "\n"
-    "'gridsync COMMAND --help' describes a command's options. See also gridsync(1).\n"
+    "'gridsync COMMAND --help' describes a command's options; each takes --json for one JSON\n"
+    "object on stdout instead of text. See also gridsync(1).\n"
     "\n"
     "Exit status: 0 success, 1 failure (wrong result or error), 2 usage error,\n"
     "             3 no CUDA driver, 4 no CUDA device.\n";
@@ -95,7 +96,7 @@ int main(int argc, char **argv)
     const struct command *c = find_command(cmd);
     if (c) {
         g_cmd = c->name;
-        return c->run(argc - 2, argv + 2);
+        return json_finish(c->run(argc - 2, argv + 2));
     }
     if (cmd[0] == '-')
         usage_error("unknown option '%s'", cmd);

@@ -1,7 +1,6 @@
 /* gridsync reduce: one gs_reduce on fresh random data, checked and timed. */
 #define _POSIX_C_SOURCE 200809L
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,14 +9,18 @@
 #include "cli.h"
 
 const char k_usage_reduce[] =
-    "usage: gridsync reduce [--dtype T] [--op OP] [--count N] [--offset K] [--device D]\n"
-    "                       [--backend NAME] [--seed S] [--repeat R] [--data KIND]\n"
+    "usage: gridsync reduce [--dtype T] [--op OP] [--out-dtype T] [--count N] [--offset K]\n"
+    "                       [--device D] [--backend NAME] [--seed S] [--repeat R]\n"
+    "                       [--data KIND] [--json]\n"
     "\n"
     "Fills device memory with random data, runs gs_reduce once and checks the result against a\n"
     "host reference, then times R back-to-back calls (CUDA events; median of 7 runs).\n"
     "\n"
     "  --dtype T       i32 u32 i64 u64 f32 f64 f16 bf16 i8 u8 (default f32)\n"
     "  --op OP         sum prod min max argmin argmax and or xor (default sum)\n"
+    "  --out-dtype T   the result's type (gs_reduce_ex): the default, or a wider one the\n"
+    "                  library offers (i8/i32 -> i64, u8/u32 -> u64 for sum and prod,\n"
+    "                  f32 -> f64 for sum and prod, f16/bf16 -> f32 for sum to max)\n"
     "  --count N       elements (default 16M = 16777216); suffixes K M G T are powers of 1024\n"
     "  --offset K      start the input K elements into its allocation (default 0)\n"
     "  --device D      CUDA device ordinal (default 0)\n"
@@ -26,31 +29,52 @@ const char k_usage_reduce[] =
     "  --repeat R      calls per timed run (default 100; 0 skips timing)\n"
     "  --data KIND     default: data chosen for the op (see gridsync(1));\n"
     "                  int: float SUM over integers in [-8, 8] (checked exactly);\n"
-    "                  nan: float MIN/MAX/ARGMIN/ARGMAX with NaNs inserted\n";
+    "                  nan: float MIN/MAX/ARGMIN/ARGMAX with NaNs inserted\n"
+    "  --json          one JSON object on stdout instead of the text\n";
 
+typedef struct reduce_call {
+    cushim_ptr in, out;
+    uint64_t n;
+    gs_dtype dtype, out_dtype;
+    gs_op op;
+} reduce_call;
 
-/* ======================================================================================
- * gridsync reduce
- * ====================================================================================== */
-
-#define TIMED_RUNS 7
-
-static int cmp_float(const void *a, const void *b)
+static gs_status launch_reduce(session *s, const void *arg)
 {
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
+    const reduce_call *c = arg;
+    gs_reduce_options opts = {.struct_size = sizeof opts, .out_dtype = (int32_t)c->out_dtype};
+    return gs_reduce_ex(s->ctx, (const void *)(uintptr_t)c->in, c->n, c->dtype, c->op, (void *)(uintptr_t)c->out,
+                        (gs_stream)s->stream, &opts);
 }
 
-static void print_bytes(const char *label, double bytes)
+/* The call's parameters: in the JSON object from the start (a run that fails still says
+ * what it ran), as lines once the device is there (without one, the error line alone). */
+static void describe_json(const dtype_info *t, gs_op op, gs_dtype out, uint64_t n, uint64_t offset, uint64_t seed,
+                          data_kind kind)
 {
-    if (bytes >= 1073741824.0)
-        printf("%s%.2f GiB", label, bytes / 1073741824.0);
-    else if (bytes >= 1048576.0)
-        printf("%s%.2f MiB", label, bytes / 1048576.0);
-    else if (bytes >= 1024.0)
-        printf("%s%.2f KiB", label, bytes / 1024.0);
-    else
-        printf("%s%.0f bytes", label, bytes);
+    json_str("command", "reduce");
+    json_str("dtype", gs_dtype_name(t->id));
+    json_str("op", gs_op_name(op));
+    json_str("out_dtype", gs_dtype_name(out));
+    json_uint("count", n);
+    json_uint("offset", offset);
+    json_uint("seed", seed);
+    json_str("data", k_data_names[kind]);
+}
+
+static void describe_text(const dtype_info *t, gs_op op, gs_dtype out, uint64_t n, uint64_t offset, uint64_t seed,
+                          data_kind kind)
+{
+    say("gridsync reduce: %s %s", gs_dtype_name(t->id), gs_op_name(op));
+    if (out != hostref_default_out(t->id, op))
+        say(" -> %s", gs_dtype_name(out));
+    say(", n = %" PRIu64, n);
+    print_bytes(" (", (double)n * (double)gs_dtype_size(t->id));
+    say(")%s", offset ? "" : "\n");
+    if (offset)
+        say(", input at element %" PRIu64 " of its allocation\n", offset);
+    say("seed: %" PRIu64 " (--seed %" PRIu64 " repeats this input)%s%s\n", seed, seed,
+        kind != DATA_DEFAULT ? ", data: " : "", kind != DATA_DEFAULT ? k_data_names[kind] : "");
 }
 
 int cmd_reduce(int argc, char **argv)
@@ -58,7 +82,7 @@ int cmd_reduce(int argc, char **argv)
     const dtype_info *t = &k_dtypes[GS_FLOAT32];
     gs_op op = GS_OP_SUM;
     uint64_t n = 16777216, offset = 0, seed = 0, repeat = 100;
-    int device = 0, have_seed = 0;
+    int device = 0, have_seed = 0, out_given = -1;
     data_kind kind = DATA_DEFAULT;
     for (int i = 0; i < argc; i++) {
         const char *v;
@@ -69,6 +93,8 @@ int cmd_reduce(int argc, char **argv)
             t = parse_dtype(v);
         } else if (take_opt(argc, argv, &i, "--op", &v)) {
             op = parse_op(v);
+        } else if (take_opt(argc, argv, &i, "--out-dtype", &v)) {
+            out_given = (int)parse_dtype(v)->id;
         } else if (take_opt(argc, argv, &i, "--count", &v)) {
             n = parse_u64("--count", v, UINT64_MAX);
         } else if (take_opt(argc, argv, &i, "--offset", &v)) {
@@ -84,6 +110,8 @@ int cmd_reduce(int argc, char **argv)
             repeat = parse_u64("--repeat", v, 1000000);
         } else if (take_opt(argc, argv, &i, "--data", &v)) {
             kind = parse_data(v);
+        } else if (strcmp(argv[i], "--json") == 0) {
+            g_json = 1;
         } else {
             usage_error("reduce: unknown option '%s'", argv[i]);
         }
@@ -92,137 +120,102 @@ int cmd_reduce(int argc, char **argv)
         usage_error("--data int is for float SUM (f32 f64 f16 bf16 with --op sum)");
     if (kind == DATA_NAN && !(t->kind == K_FLOAT && (op == GS_OP_MIN || op == GS_OP_MAX || is_arg_op(op))))
         usage_error("--data nan is for float MIN, MAX, ARGMIN and ARGMAX");
+    const size_t esize = gs_dtype_size(t->id);
     /* host and device buffers of (offset + n) elements must be addressable */
-    if (n > (SIZE_MAX / 2) / gs_dtype_size(t->id) - offset)
+    if (n > (SIZE_MAX / 2) / esize - offset)
         usage_error("--count %" PRIu64 " with --offset %" PRIu64 " is too large for %s", n, offset, gs_dtype_name(t->id));
+    const gs_dtype out = out_given >= 0 ? (gs_dtype)out_given : hostref_default_out(t->id, op);
     if (!have_seed)
         seed = time_seed();
 
+    describe_json(t, op, out, n, offset, seed, kind);
     session s;
     int rc = session_open(&s, device);
     if (rc)
         return session_close(&s, rc);
-
-    const size_t bytes = (size_t)((offset + n) * gs_dtype_size(t->id)), in_bytes = (size_t)(n * gs_dtype_size(t->id));
-    const unsigned osize = out_size(t, op);
-    unsigned char *host = malloc(bytes ? bytes : 1);
-    cushim_ptr dbuf = 0, dout = 0;
-    cushim_event ev[2] = {NULL, NULL};
-    unsigned char got[2 * OUT_SLOT], again[2 * OUT_SLOT];
-
-    printf("gridsync reduce: %s %s, n = %" PRIu64, gs_dtype_name(t->id), gs_op_name(op), n);
-    print_bytes(" (", (double)in_bytes);
-    printf(")%s", offset ? "" : "\n");
-    if (offset)
-        printf(", input at element %" PRIu64 " of its allocation\n", offset);
-    printf("seed: %" PRIu64 " (--seed %" PRIu64 " repeats this input)%s%s\n", seed, seed,
-           kind != DATA_DEFAULT ? ", data: " : "", kind != DATA_DEFAULT ? k_data_names[kind] : "");
+    describe_text(t, op, out, n, offset, seed, kind);
     print_device_line(&s.info);
     fflush(stdout);
 
+    const size_t bytes = (size_t)((offset + n) * esize), osize = gs_dtype_size(out);
+    unsigned char *host = malloc(bytes ? bytes : 1);
+    cushim_ptr dbuf = 0, dout = 0;
+    unsigned char got[2 * OUT_SLOT], again[2 * OUT_SLOT];
     if (!host) {
-        fprintf(stderr, "gridsync: cannot allocate %zu bytes of host memory\n", bytes);
+        fail("cannot allocate %zu bytes of host memory", bytes);
         rc = EXIT_FAIL;
         goto done;
     }
     make_input(t, op, kind, host, offset, n, seed);
-    if (cushim_alloc(&dbuf, bytes) != 0) {
-        rc = report_shim("allocating the input");
-        goto done;
-    }
-    if (cushim_alloc(&dout, 2 * OUT_SLOT) != 0) {
-        rc = report_shim("allocating the output");
+    if (cushim_alloc(&dbuf, bytes) != 0 || cushim_alloc(&dout, 2 * OUT_SLOT) != 0) {
+        rc = report_shim("allocating device memory");
         goto done;
     }
     if (cushim_h2d(dbuf, host, bytes) != 0) {
         rc = report_shim("copying the input to the device");
         goto done;
     }
-    const cushim_ptr din = dbuf + offset * gs_dtype_size(t->id);
+    const reduce_call call = {dbuf + offset * esize, dout, n, t->id, out, op};
 
     int shim_failed;
-    gs_status st = launch_and_read(&s, din, n, t, op, dout, got, 1, &shim_failed);
+    gs_status st = launch_and_read(&s, call.in, n, t, op, out, dout, got, 1, &shim_failed);
     if (shim_failed) {
         rc = report_shim("running the reduction");
         goto done;
     }
-    char what[64];
-    snprintf(what, sizeof what, "gs_reduce(%s %s, n = %" PRIu64 ")", gs_dtype_name(t->id), gs_op_name(op), n);
+    char what[80];
+    snprintf(what, sizeof what, "gs_reduce(%s %s -> %s, n = %" PRIu64 ")", gs_dtype_name(t->id), gs_op_name(op),
+             gs_dtype_name(out), n);
     if (st != GS_SUCCESS) {
         rc = report_gs(what, st);
         goto done;
     }
     verdict v;
-    const unsigned char *data = host + offset * gs_dtype_size(t->id);
-    verify(t, op, data, n, got, &v);
-    printf("result:    %s\n", v.got);
-    printf("reference: %s\n", v.want);
-    printf("check:     %s, %s\n", v.ok ? "ok" : "MISMATCH", v.note);
-    fflush(stdout);
+    const unsigned char *data = host + offset * esize;
+    verify(t, op, out, data, n, got, &v);
+    say("result:    %s\n", v.got);
+    say("reference: %s\n", v.want);
+    say("check:     %s, %s\n", v.ok ? "ok" : "MISMATCH", v.note);
     if (v.suspicious)
-        printf("warning:   the difference is beyond the likely bound: suspicious, though within the "
-               "rigorous one (not counted as a failure)\n");
+        say("warning:   the difference is beyond the likely bound: suspicious, though within the "
+            "rigorous one (not counted as a failure)\n");
+    fflush(stdout);
+    json_open("check", '{');
+    json_bool("ok", v.ok);
+    json_str("result", v.got);
+    json_str("reference", v.want);
+    json_str("how", v.note);
+    json_bool("suspicious", v.suspicious);
+    json_close();
     if (!v.ok)
         rc = EXIT_FAIL;
 
     if (repeat > 0) {
-        float ms[TIMED_RUNS];
-        if (cushim_event_create(&ev[0]) != 0 || cushim_event_create(&ev[1]) != 0) {
-            rc = report_shim("creating events");
+        const int trc = time_launches(&s, launch_reduce, &call, repeat, what, (double)(n * esize));
+        if (trc) {
+            rc = trc;
             goto done;
         }
-        for (int r = 0; r < TIMED_RUNS; r++) {
-            if (cushim_event_record(ev[0], s.stream) != 0) {
-                rc = report_shim("recording an event");
-                goto done;
-            }
-            for (uint64_t k = 0; k < repeat; k++) {
-                st = gs_reduce(s.ctx, (const void *)(uintptr_t)din, n, t->id, op, (void *)(uintptr_t)dout,
-                               (gs_stream)s.stream);
-                if (st != GS_SUCCESS) {
-                    rc = report_gs(what, st);
-                    goto done;
-                }
-            }
-            if (cushim_event_record(ev[1], s.stream) != 0 || cushim_stream_sync(s.stream) != 0 ||
-                cushim_event_elapsed_ms(&ms[r], ev[0], ev[1]) != 0) {
-                rc = report_shim("timing the reduction");
-                goto done;
-            }
-        }
-        qsort(ms, TIMED_RUNS, sizeof ms[0], cmp_float);
-        const double per_call_s = (double)ms[TIMED_RUNS / 2] / 1e3 / (double)repeat;
-        printf("time:      %.3f us per call (median of %d runs of %" PRIu64 " back-to-back call%s; "
-               "runs %.3f .. %.3f us per call)\n",
-               per_call_s * 1e6, TIMED_RUNS, repeat, repeat == 1 ? "" : "s", (double)ms[0] * 1e3 / (double)repeat,
-               (double)ms[TIMED_RUNS - 1] * 1e3 / (double)repeat);
-        if (n > 0 && per_call_s > 0)
-            printf("bandwidth: %.1f GB/s (%" PRIu64 " bytes read per call)\n", (double)in_bytes / per_call_s / 1e9,
-                   (uint64_t)in_bytes);
-        else
-            printf("bandwidth: n/a\n");
         /* the last of the timed calls wrote dout: it must match the first, bit for bit */
         if (cushim_d2h(again, dout, osize) != 0) {
             rc = report_shim("reading the result back");
             goto done;
         }
-        if (memcmp(again, got, osize) != 0) {
+        const int same = memcmp(again, got, osize) == 0;
+        json_bool("repeat_identical", same);
+        if (!same) {
             verdict v2;
-            verify(t, op, data, n, again, &v2);
-            printf("repeat:    MISMATCH: the last timed call gave %s, the first %s (results must be "
-                   "deterministic)\n", v2.got, v.got);
+            verify(t, op, out, data, n, again, &v2);
+            say("repeat:    MISMATCH: the last timed call gave %s, the first %s (results must be "
+                "deterministic)\n", v2.got, v.got);
             rc = EXIT_FAIL;
         } else {
-            printf("repeat:    ok, the last timed call gave the same bits\n");
+            say("repeat:    ok, the last timed call gave the same bits\n");
         }
     }
 
 done:
     fflush(stdout);
-    if (ev[0] && cushim_event_destroy(ev[0]) != 0)
-        rc = rc ? rc : report_shim("destroying an event");
-    if (ev[1] && cushim_event_destroy(ev[1]) != 0)
-        rc = rc ? rc : report_shim("destroying an event");
     if (s.have_stream && cushim_stream_sync(s.stream) != 0)
         rc = rc ? rc : report_shim("synchronizing the stream");
     if (cushim_free(dbuf) != 0 || cushim_free(dout) != 0)
@@ -230,4 +223,3 @@ done:
     free(host);
     return session_close(&s, rc);
 }
-
