@@ -1,6 +1,6 @@
 /*
  * The gridsync command's shared declarations (cli.c, output.c, input.c, timing.c,
- * backends.c) and its commands (info.c, reduce.c, selftest.c), dispatched
+ * backends.c) and its commands (info.c, reduce.c, segmented.c, selftest.c), dispatched
  * from main.c.
  */
 #ifndef GS_TOOL_CLI_H
@@ -125,9 +125,10 @@ void print_bytes(const char *label, double bytes);
 int print_backends(void);
 
 /* ---- the commands ---- */
-extern const char k_usage_info[], k_usage_reduce[], k_usage_selftest[];
+extern const char k_usage_info[], k_usage_reduce[], k_usage_segmented[], k_usage_selftest[];
 int cmd_info(int argc, char **argv);
 int cmd_reduce(int argc, char **argv);
+int cmd_segmented(int argc, char **argv);
 int cmd_selftest(int argc, char **argv);
 
 #endif
