@@ -116,11 +116,13 @@ tool=$(find "$stage" -path '*/bin/gridsync' -type f)
 if [ -x "$build/tools/gridsync" ]; then
     [ -n "$tool" ] || fail "the gridsync command is not installed in a bin directory"
     [ -f "$root/share/man/man1/gridsync.1" ] || fail "no man page at $root/share/man/man1/gridsync.1"
+    [ -f "$root/share/bash-completion/completions/gridsync" ] ||
+        fail "no bash completion at $root/share/bash-completion/completions/gridsync"
 fi
 # Nothing else: no test programs, no fake driver, no static archives.
 extra=$(find "$stage" -type f ! -name 'libgridsync.so.1.0.0' ! -name 'gridsync-*.so' ! -name '*.h' \
         ! -name '*.cuh' ! -name gridsync.pc ! -path '*/bin/gridsync' ! -name gridsync.1 \
-        ! -path '*/cmake/gridsync/gridsyncConfig*.cmake')
+        ! -path '*/cmake/gridsync/gridsyncConfig*.cmake' ! -path '*/share/bash-completion/completions/gridsync')
 [ -z "$extra" ] || fail "unexpected files installed: $extra"
 
 # ---- 2. build with pkg-config only -----------------------------------------------------
