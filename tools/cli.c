@@ -251,6 +251,45 @@ uint64_t time_seed(void)
            1000000000000ull;
 }
 
+void common_opts_init(common_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->t = &k_dtypes[GS_FLOAT32];
+    o->op = GS_OP_SUM;
+    o->repeat = 100;
+}
+
+int take_common_opt(int argc, char **argv, int *i, unsigned which, common_opts *o)
+{
+    const char *v;
+    if (take_opt(argc, argv, i, "--backend", &v)) {
+        set_backend(v);
+        o->backend = v;
+    } else if (strcmp(argv[*i], "--json") == 0) {
+        g_json = 1;
+    } else if ((which & OPT_DATA) && take_opt(argc, argv, i, "--dtype", &v)) {
+        o->t = parse_dtype(v);
+    } else if ((which & OPT_DATA) && take_opt(argc, argv, i, "--op", &v)) {
+        o->op = parse_op(v);
+    } else if ((which & OPT_DEVICE) && take_opt(argc, argv, i, "--device", &v)) {
+        o->device = (int)parse_u64("--device", v, 1u << 20);
+    } else if ((which & OPT_DEVICE) && take_opt(argc, argv, i, "--seed", &v)) {
+        o->seed = parse_u64("--seed", v, UINT64_MAX);
+        o->have_seed = 1;
+    } else if ((which & OPT_REPEAT) && take_opt(argc, argv, i, "--repeat", &v)) {
+        o->repeat = parse_u64("--repeat", v, 1000000);
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+void common_opts_done(common_opts *o)
+{
+    if (!o->have_seed)
+        o->seed = time_seed();
+}
+
 /* ======================================================================================
  * Common setup: a gridsync context and the CUDA context for the tool's own calls.
  * ====================================================================================== */

@@ -92,6 +92,24 @@ int is_help(const char *a);
 void set_backend(const char *name);
 uint64_t time_seed(void);
 
+/* The options several commands take. --backend and --json every command takes; the rest
+ * as `which` says. */
+typedef struct common_opts {
+    const dtype_info *t; /* --dtype (default f32) */
+    gs_op op;            /* --op (default sum) */
+    int device;          /* --device */
+    uint64_t seed;       /* --seed, else from the clock (common_opts_done) */
+    int have_seed;
+    uint64_t repeat;     /* --repeat: calls per timed run (default 100) */
+    const char *backend; /* --backend, or NULL */
+} common_opts;
+enum { OPT_DATA = 1 /* --dtype --op */, OPT_DEVICE = 2 /* --device --seed */, OPT_REPEAT = 4 };
+void common_opts_init(common_opts *o);
+/* Takes argv[*i] (and its value) if it is one of the common options; 1 if it did. */
+int take_common_opt(int argc, char **argv, int *i, unsigned which, common_opts *o);
+/* After parsing: the seed from the clock unless --seed gave one. */
+void common_opts_done(common_opts *o);
+
 /* ---- the device session (cli.c) ---- */
 typedef struct session {
     int device;

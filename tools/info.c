@@ -89,16 +89,13 @@ static int print_device(int d)
 
 int cmd_info(int argc, char **argv)
 {
+    common_opts c;
+    common_opts_init(&c);
     for (int i = 0; i < argc; i++) {
-        const char *v;
         if (is_help(argv[i])) {
             fputs(k_usage_info, stdout);
             return EXIT_OK;
-        } else if (take_opt(argc, argv, &i, "--backend", &v)) {
-            set_backend(v);
-        } else if (strcmp(argv[i], "--json") == 0) {
-            g_json = 1;
-        } else {
+        } else if (!take_common_opt(argc, argv, &i, 0, &c)) {
             usage_error("info: unknown option '%s'", argv[i]);
         }
     }

@@ -79,43 +79,34 @@ static void describe_text(const dtype_info *t, gs_op op, gs_dtype out, uint64_t 
 
 int cmd_reduce(int argc, char **argv)
 {
-    const dtype_info *t = &k_dtypes[GS_FLOAT32];
-    gs_op op = GS_OP_SUM;
-    uint64_t n = 16777216, offset = 0, seed = 0, repeat = 100;
-    int device = 0, have_seed = 0, out_given = -1;
+    common_opts c;
+    common_opts_init(&c);
+    uint64_t n = 16777216, offset = 0;
+    int out_given = -1;
     data_kind kind = DATA_DEFAULT;
     for (int i = 0; i < argc; i++) {
         const char *v;
         if (is_help(argv[i])) {
             fputs(k_usage_reduce, stdout);
             return EXIT_OK;
-        } else if (take_opt(argc, argv, &i, "--dtype", &v)) {
-            t = parse_dtype(v);
-        } else if (take_opt(argc, argv, &i, "--op", &v)) {
-            op = parse_op(v);
+        } else if (take_common_opt(argc, argv, &i, OPT_DATA | OPT_DEVICE | OPT_REPEAT, &c)) {
+            continue;
         } else if (take_opt(argc, argv, &i, "--out-dtype", &v)) {
             out_given = (int)parse_dtype(v)->id;
         } else if (take_opt(argc, argv, &i, "--count", &v)) {
             n = parse_u64("--count", v, UINT64_MAX);
         } else if (take_opt(argc, argv, &i, "--offset", &v)) {
             offset = parse_u64("--offset", v, 1u << 30);
-        } else if (take_opt(argc, argv, &i, "--device", &v)) {
-            device = (int)parse_u64("--device", v, 1u << 20);
-        } else if (take_opt(argc, argv, &i, "--backend", &v)) {
-            set_backend(v);
-        } else if (take_opt(argc, argv, &i, "--seed", &v)) {
-            seed = parse_u64("--seed", v, UINT64_MAX);
-            have_seed = 1;
-        } else if (take_opt(argc, argv, &i, "--repeat", &v)) {
-            repeat = parse_u64("--repeat", v, 1000000);
         } else if (take_opt(argc, argv, &i, "--data", &v)) {
             kind = parse_data(v);
-        } else if (strcmp(argv[i], "--json") == 0) {
-            g_json = 1;
         } else {
             usage_error("reduce: unknown option '%s'", argv[i]);
         }
     }
+    common_opts_done(&c);
+    const dtype_info *t = c.t;
+    const gs_op op = c.op;
+    const uint64_t seed = c.seed, repeat = c.repeat;
     if (kind == DATA_INT && !(t->kind == K_FLOAT && op == GS_OP_SUM))
         usage_error("--data int is for float SUM (f32 f64 f16 bf16 with --op sum)");
     if (kind == DATA_NAN && !(t->kind == K_FLOAT && (op == GS_OP_MIN || op == GS_OP_MAX || is_arg_op(op))))
@@ -125,12 +116,10 @@ int cmd_reduce(int argc, char **argv)
     if (n > (SIZE_MAX / 2) / esize - offset)
         usage_error("--count %" PRIu64 " with --offset %" PRIu64 " is too large for %s", n, offset, gs_dtype_name(t->id));
     const gs_dtype out = out_given >= 0 ? (gs_dtype)out_given : hostref_default_out(t->id, op);
-    if (!have_seed)
-        seed = time_seed();
 
     describe_json(t, op, out, n, offset, seed, kind);
     session s;
-    int rc = session_open(&s, device);
+    int rc = session_open(&s, c.device);
     if (rc)
         return session_close(&s, rc);
     describe_text(t, op, out, n, offset, seed, kind);

@@ -163,10 +163,10 @@ static uint64_t check_segments(const dtype_info *t, gs_op op, const unsigned cha
 
 int cmd_segmented(int argc, char **argv)
 {
-    const dtype_info *t = &k_dtypes[GS_FLOAT32];
-    gs_op op = GS_OP_SUM;
-    uint64_t n = 16777216, S = 65536, seed = 0, repeat = 100;
-    int device = 0, have_seed = 0, have_count = 0, have_segments = 0, print_offsets = 0;
+    common_opts c;
+    common_opts_init(&c);
+    uint64_t n = 16777216, S = 65536;
+    int have_count = 0, have_segments = 0, print_offsets = 0;
     unsigned flags = 0;
     layout_kind layout = LAYOUT_UNIFORM;
     const char *offsets_file = NULL;
@@ -175,10 +175,8 @@ int cmd_segmented(int argc, char **argv)
         if (is_help(argv[i])) {
             fputs(k_usage_segmented, stdout);
             return EXIT_OK;
-        } else if (take_opt(argc, argv, &i, "--dtype", &v)) {
-            t = parse_dtype(v);
-        } else if (take_opt(argc, argv, &i, "--op", &v)) {
-            op = parse_op(v);
+        } else if (take_common_opt(argc, argv, &i, OPT_DATA | OPT_DEVICE | OPT_REPEAT, &c)) {
+            continue;
         } else if (take_opt(argc, argv, &i, "--count", &v)) {
             n = parse_u64("--count", v, (uint64_t)INT64_MAX);
             have_count = 1;
@@ -198,21 +196,14 @@ int cmd_segmented(int argc, char **argv)
             print_offsets = 1;
         } else if (strcmp(argv[i], "--check-offsets") == 0) {
             flags |= GS_SEGMENTED_CHECK_OFFSETS;
-        } else if (take_opt(argc, argv, &i, "--device", &v)) {
-            device = (int)parse_u64("--device", v, 1u << 20);
-        } else if (take_opt(argc, argv, &i, "--backend", &v)) {
-            set_backend(v);
-        } else if (take_opt(argc, argv, &i, "--seed", &v)) {
-            seed = parse_u64("--seed", v, UINT64_MAX);
-            have_seed = 1;
-        } else if (take_opt(argc, argv, &i, "--repeat", &v)) {
-            repeat = parse_u64("--repeat", v, 1000000);
-        } else if (strcmp(argv[i], "--json") == 0) {
-            g_json = 1;
         } else {
             usage_error("segmented: unknown option '%s'", argv[i]);
         }
     }
+    common_opts_done(&c);
+    const dtype_info *t = c.t;
+    const gs_op op = c.op;
+    const uint64_t seed = c.seed;
     int64_t *off = NULL;
     if (offsets_file) {
         if (have_segments)
@@ -233,8 +224,6 @@ int cmd_segmented(int argc, char **argv)
     const size_t esize = gs_dtype_size(t->id), osize = out_size(t, op);
     if (n > (SIZE_MAX / 4) / esize || S > (SIZE_MAX / 4) / 8)
         usage_error("--count %" PRIu64 " or --segments %" PRIu64 " is too large", n, S);
-    if (!have_seed)
-        seed = time_seed();
     if (!off) {
         if (!(off = malloc((size_t)(S + 1) * sizeof *off))) {
             fail("cannot allocate %" PRIu64 " offsets", S + 1);
@@ -257,7 +246,7 @@ int cmd_segmented(int argc, char **argv)
     json_uint("seed", seed);
 
     session s;
-    int rc = session_open(&s, device);
+    int rc = session_open(&s, c.device);
     if (rc) {
         free(off);
         return session_close(&s, rc);
@@ -315,8 +304,8 @@ int cmd_segmented(int argc, char **argv)
         rc = EXIT_FAIL;
     fflush(stdout);
 
-    if (repeat > 0) {
-        const int trc = time_launches(&s, launch_segmented, &call, repeat, what, (double)(in_bytes + off_bytes + out_bytes - 16));
+    if (c.repeat > 0) {
+        const int trc = time_launches(&s, launch_segmented, &call, c.repeat, what, (double)(in_bytes + off_bytes + out_bytes - 16));
         if (trc) {
             rc = trc;
             goto done;

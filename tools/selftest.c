@@ -183,35 +183,23 @@ static int run_pair(selftest_state *b, int di, gs_op op, uint64_t seed, totals *
 
 int cmd_selftest(int argc, char **argv)
 {
-    uint64_t seed = 0;
-    int device = 0, have_seed = 0;
-    const char *backend = NULL;
+    common_opts c;
+    common_opts_init(&c);
     for (int i = 0; i < argc; i++) {
-        const char *v;
         if (is_help(argv[i])) {
             fputs(k_usage_selftest, stdout);
             return EXIT_OK;
-        } else if (take_opt(argc, argv, &i, "--device", &v)) {
-            device = (int)parse_u64("--device", v, 1u << 20);
-        } else if (take_opt(argc, argv, &i, "--backend", &v)) {
-            set_backend(v);
-            backend = v;
-        } else if (take_opt(argc, argv, &i, "--seed", &v)) {
-            seed = parse_u64("--seed", v, UINT64_MAX);
-            have_seed = 1;
-        } else if (strcmp(argv[i], "--json") == 0) {
-            g_json = 1;
-        } else {
+        } else if (!take_common_opt(argc, argv, &i, OPT_DEVICE, &c)) {
             usage_error("selftest: unknown option '%s'", argv[i]);
         }
     }
-    if (!have_seed)
-        seed = time_seed();
+    common_opts_done(&c);
+    const uint64_t seed = c.seed;
     json_str("command", "selftest");
     json_uint("seed", seed);
 
     session s;
-    int rc = session_open(&s, device);
+    int rc = session_open(&s, c.device);
     if (rc)
         return session_close(&s, rc);
     say("gridsync selftest, seed %" PRIu64 " (--seed %" PRIu64 " repeats it)\n", seed, seed);
@@ -219,7 +207,7 @@ int cmd_selftest(int argc, char **argv)
     fflush(stdout);
 
     const size_t max_bytes = (size_t)((k_sizes[NSIZES - 1] /* the largest */ + MAX_OFFSET) * 8);
-    selftest_state b = {&s, malloc(max_bytes), 0, 0, device, backend};
+    selftest_state b = {&s, malloc(max_bytes), 0, 0, c.device, c.backend};
     totals sum = {0, 0, 0, 0, 0};
     if (!b.host) {
         fail("cannot allocate %zu bytes of host memory", max_bytes);
