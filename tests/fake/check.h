@@ -12,7 +12,13 @@
 
 #include "gridsync.h"
 
+/* A program of several files counts its failures once: it defines CHECK_FAILURES_EXTERN
+ * before including this header everywhere, and `int check_failures;` in one file. */
+#ifdef CHECK_FAILURES_EXTERN
+extern int check_failures;
+#else
 static int check_failures __attribute__((unused));
+#endif
 
 static inline const char *check_status_name(int status)
 {

@@ -1,0 +1,250 @@
+/* loader cases: the real backends of the build tree on the fake driver -- which backend a
+ * compute capability gets, the one kernel each call launches, what is refused before a
+ * launch, and a driver that fails the launch or has no binary for the device. */
+#include "fixture.h"
+
+#include <limits.h>
+
+/* A context with the build tree's backend `want` on device 0 of compute capability
+ * FAKE_CUDA_CC (9.0 when unset), checked; NULL when it could not be made. */
+static gs_context *real_context(const char *want)
+{
+    int cc_major = 9, cc_minor = 0;
+    const char *cc = getenv("FAKE_CUDA_CC");
+    if (cc && sscanf(cc, "%d.%d", &cc_major, &cc_minor) != 2)
+        CHECK_FAIL("FAKE_CUDA_CC=%s is not MAJOR.MINOR", cc);
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/gridsync-%s.so", REAL_BACKEND_DIR, want);
+    gs_context *ctx = create_context(want, path);
+    if (!ctx)
+        return NULL;
+    gs_context_info info;
+    CHECK_STATUS(get_info(ctx, &info), GS_SUCCESS);
+    CHECK_INT(info.device, 0);
+    CHECK_INT(info.cc_major, cc_major);
+    CHECK_INT(info.cc_minor, cc_minor);
+    CHECK_INT(info.multiprocessor_count, 4);
+    CHECK_STR(info.device_name, "Fake CUDA Device 0");
+    CHECK_HAS(find_line(info.selection_log, path, 1), "chosen");
+    return ctx;
+}
+
+/* One reduction with a real backend: it must launch exactly one kernel, the one named
+ * `kernel`, with 256 threads per block; returns its grid size (0 if none launched). */
+static unsigned launch(gs_context *ctx, CUdeviceptr in, uint64_t n, gs_dtype dt, gs_op op, int out_dtype,
+                       CUdeviceptr out, gs_stream stream, const char *kernel)
+{
+    int launches_before = cuda_log_lines("cuLaunchKernel ");
+    gs_reduce_options opts = {.struct_size = sizeof opts, .out_dtype = out_dtype};
+    CHECK_STATUS(gs_reduce_ex(ctx, (const void *)(uintptr_t)in, n, dt, op, (void *)(uintptr_t)out, stream, &opts),
+                 GS_SUCCESS);
+    CHECK_INT(cuda_log_lines("cuLaunchKernel ") - launches_before, 1);
+    char *log = cuda_log();
+    const char *line = find_line(log, "cuLaunchKernel ", 1);
+    char want[256];
+    snprintf(want, sizeof want, "cuLaunchKernel %s grid=", kernel);
+    CHECK_HAS(line, want);
+    CHECK_HAS(line, " block=256 ");
+    const char *g = strstr(line, "grid=");
+    unsigned grid = g ? (unsigned)strtoul(g + 5, NULL, 10) : 0;
+    free(log);
+    return grid;
+}
+
+/* The case's backend (`arg`) is chosen for the fake's compute capability, launches, and
+ * gives back everything it took. */
+static int real_backend(const test_case *c)
+{
+    app_init(1);
+    live_counts before = live_now();
+    CUdeviceptr in = app_alloc(4096), out = app_alloc(16);
+    live_counts with_buffers = live_now();
+    gs_context *ctx = real_context(c->arg);
+    if (!ctx)
+        return 0;
+    CHECK(launch(ctx, in, 1000, GS_FLOAT32, GS_OP_SUM, GS_OUT_DEFAULT, out, NULL, "gs_reduce_f32_sum_f32") == 1);
+    CUstream s = app_stream();
+    launch(ctx, in, 1000, GS_INT32, GS_OP_MAX, GS_OUT_DEFAULT, out, s, "gs_reduce_i32_max_i32");
+    CHECK_STATUS(gs_context_destroy(ctx), GS_SUCCESS);
+    APP(app.stream_destroy(s));
+    CHECK_RELEASED(with_buffers); /* module, workspaces, zeroing stream, primary context */
+    /* What was embedded is a real fatbin. */
+    CHECK(cuda_log_lines("cuModuleLoadData fatbin") > 0);
+    app_free(in);
+    app_free(out);
+    CHECK_RELEASED(before);
+    return 0;
+}
+
+static int real_kernels(void)
+{
+    app_init(1);
+    CUdeviceptr in = app_alloc((size_t)64 << 20), out = app_alloc(16);
+    gs_context *ctx = real_context("cuda_sm20");
+    if (!ctx)
+        return 0;
+    static const struct {
+        gs_dtype dt;
+        gs_op op;
+        int out;
+        const char *kernel;
+    } k[] = {
+        {GS_FLOAT32, GS_OP_SUM, GS_OUT_DEFAULT, "gs_reduce_f32_sum_f32"},
+        {GS_FLOAT64, GS_OP_MIN, GS_OUT_DEFAULT, "gs_reduce_f64_min_f64"},
+        {GS_INT8, GS_OP_ARGMAX, GS_OUT_DEFAULT, "gs_reduce_i8_argmax_i64"},
+        {GS_BFLOAT16, GS_OP_ARGMIN, GS_OUT_DEFAULT, "gs_reduce_bf16_argmin_i64"},
+        {GS_UINT64, GS_OP_BIT_XOR, GS_OUT_DEFAULT, "gs_reduce_u64_xor_u64"},
+        {GS_UINT8, GS_OP_PROD, GS_OUT_DEFAULT, "gs_reduce_u8_prod_u8"},
+        {GS_INT32, GS_OP_SUM, GS_INT64, "gs_reduce_i32_sum_i64"},
+        {GS_FLOAT32, GS_OP_SUM, GS_FLOAT64, "gs_reduce_f32_sum_f64"},
+        {GS_FLOAT16, GS_OP_MAX, GS_FLOAT32, "gs_reduce_f16_max_f32"},
+        {GS_FLOAT16, GS_OP_SUM, GS_OUT_DEFAULT, "gs_reduce_f16_sum_f16"},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+        launch(ctx, in, 1000, k[i].dt, k[i].op, k[i].out, out, NULL, k[i].kernel);
+    /* Empty input: still one launch (it writes the identity), of one block. */
+    CHECK_INT(launch(ctx, 0, 0, GS_FLOAT32, GS_OP_SUM, GS_OUT_DEFAULT, out, NULL, "gs_reduce_f32_sum_f32"), 1);
+    /* A large input: several blocks, but never more than fit on the device at once
+     * (4 multiprocessors x 2048 / 256 threads = 32 on the fake). */
+    unsigned grid = launch(ctx, in, (uint64_t)16 << 20, GS_FLOAT32, GS_OP_SUM, GS_OUT_DEFAULT, out, NULL,
+                           "gs_reduce_f32_sum_f32");
+    CHECK(grid > 1 && grid <= 32);
+    /* Pairs no kernel exists for are refused before any launch. */
+    gs_reduce_options narrow = {.struct_size = sizeof narrow, .out_dtype = GS_FLOAT32};
+    CHECK_STATUS(gs_reduce_ex(ctx, (const void *)(uintptr_t)in, 10, GS_FLOAT64, GS_OP_SUM, (void *)(uintptr_t)out,
+                              NULL, &narrow),
+                 GS_ERROR_UNSUPPORTED);
+    CHECK_HAS(gs_last_error_message(), "cuda_sm20");
+    gs_reduce_options wide_min = {.struct_size = sizeof wide_min, .out_dtype = GS_INT64};
+    CHECK_STATUS(gs_reduce_ex(ctx, (const void *)(uintptr_t)in, 10, GS_INT32, GS_OP_MIN, (void *)(uintptr_t)out,
+                              NULL, &wide_min),
+                 GS_ERROR_UNSUPPORTED);
+    CHECK_STATUS(gs_context_destroy(ctx), GS_SUCCESS);
+    return 0;
+}
+
+static int real_no_binary(void)
+{
+    app_init(1);
+    live_counts before = live_now();
+    gs_context *ctx = NULL;
+    CHECK_STATUS(gs_context_create(0, &ctx), GS_ERROR_NO_KERNEL_IMAGE);
+    const char *msg = gs_last_error_message();
+    /* Both backends were tried; the message names each file and its reason. */
+    CHECK_HAS(msg, REAL_BACKEND_DIR "/gridsync-cuda_sm20.so");
+    CHECK_HAS(msg, REAL_BACKEND_DIR "/gridsync-cuda_sm11_compat.so");
+    CHECK_HAS(msg, "CUDA_ERROR_NO_BINARY_FOR_GPU");
+    CHECK_RELEASED(before); /* the failed creation gave the primary context back */
+    return 0;
+}
+
+static int real_launch_error(void)
+{
+    app_init(1);
+    CUdeviceptr in = app_alloc(4096), out = app_alloc(16);
+    gs_context *ctx = real_context("cuda_sm20");
+    if (!ctx)
+        return 0;
+    setenv("FAKE_CUDA_FAIL", "cuLaunchKernel:700", 1);
+    CHECK_STATUS(reduce_f32(ctx, in, 100, out, NULL), GS_ERROR_CUDA);
+    CHECK_HAS(gs_last_error_message(), "cuLaunchKernel");
+    CHECK_HAS(gs_last_error_message(), "gs_reduce_f32_sum_f32");
+    CHECK_HAS(gs_last_error_message(), "CUDA_ERROR_ILLEGAL_ADDRESS");
+    CHECK_INT(app.live("stack"), 0); /* the context pushed for the call was popped */
+    unsetenv("FAKE_CUDA_FAIL");
+    CHECK_STATUS(reduce_f32(ctx, in, 100, out, NULL), GS_SUCCESS);
+    CHECK_STATUS(gs_context_destroy(ctx), GS_SUCCESS);
+    return 0;
+}
+
+/* gs_segmented_reduce on `ctx` and the legacy stream, device addresses given as integers. */
+#define SEG(in, n, dtype, op, offsets, segments, out, flags)                                          \
+    gs_segmented_reduce(ctx, (const void *)(uintptr_t)(in), n, dtype, op, (const int64_t *)(offsets), \
+                        segments, (void *)(uintptr_t)(out), NULL, flags)
+
+/* What is refused before a launch, and the one launch of what is accepted. The fake's
+ * device memory is host memory, so the offsets are written directly. */
+static int real_segmented(void)
+{
+    app_init(1);
+    CUdeviceptr in = app_alloc(4000), offs = app_alloc(8 * 11), out = app_alloc(80), out8 = app_alloc(8);
+    gs_context *ctx = real_context("cuda_sm20");
+    if (!ctx)
+        return 0;
+    int64_t *o = (int64_t *)(uintptr_t)offs;
+    for (int j = 0; j <= 10; j++)
+        o[j] = 100 * j; /* 10 segments of 100 elements */
+    int64_t host_offs[11] = {0};
+
+    int l0 = cuda_log_lines("cuLaunchKernel ");
+    CHECK_STATUS(SEG(in, 1000, GS_FLOAT32, GS_OP_SUM, o, 10, out, 0), GS_SUCCESS);
+    CHECK_STATUS(SEG(in, 4000, GS_INT8, GS_OP_ARGMAX, o, 10, out, 0), GS_SUCCESS);
+    CHECK_INT(cuda_log_lines("cuLaunchKernel ") - l0, 2);
+    char *log = cuda_log();
+    CHECK_HAS(find_line(log, "cuLaunchKernel ", 1), "cuLaunchKernel gs_segreduce_i8_argmax_i64 grid=");
+    CHECK_HAS(find_line(log, "cuLaunchKernel ", 1), " block=256 ");
+    free(log);
+
+    /* Refused before anything is queued. */
+    l0 = cuda_log_lines("cuLaunchKernel ");
+    CHECK_STATUS(SEG(in, 1000, (gs_dtype)99, GS_OP_SUM, o, 10, out, 0), GS_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(SEG(in, 1000, GS_FLOAT32, (gs_op)42, o, 10, out, 0), GS_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(SEG(in, 1000, GS_FLOAT32, GS_OP_BIT_XOR, o, 10, out, 0), GS_ERROR_UNSUPPORTED);
+    CHECK_STATUS(SEG(in, 1000, GS_FLOAT32, GS_OP_SUM, o, 10, out, 2), GS_ERROR_INVALID_ARGUMENT);
+    CHECK_HAS(gs_last_error_message(), "flags");
+    CHECK_STATUS(SEG(in, 1000, GS_FLOAT32, GS_OP_SUM, NULL, 10, out, 0), GS_ERROR_INVALID_ARGUMENT);
+    CHECK_HAS(gs_last_error_message(), "offsets");
+    CHECK_STATUS(SEG(in, 1000, GS_FLOAT32, GS_OP_SUM, o, 10, 0, 0), GS_ERROR_INVALID_ARGUMENT);
+    CHECK_HAS(gs_last_error_message(), "out");
+    CHECK_STATUS(SEG(0, 1000, GS_FLOAT32, GS_OP_SUM, o, 10, out, 0), GS_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(SEG(in, 1000, GS_FLOAT32, GS_OP_SUM, (const char *)o + 4, 9, out, 0), GS_ERROR_INVALID_ARGUMENT);
+    CHECK_HAS(gs_last_error_message(), "aligned");
+    CHECK_STATUS(SEG(in, 1000, GS_FLOAT32, GS_OP_SUM, host_offs, 10, out, 0), GS_ERROR_INVALID_POINTER);
+    CHECK_HAS(gs_last_error_message(), "offsets");
+    /* ranges: 10 float sums need 40 bytes (8 given); 11 segments need 96 bytes of offsets
+     * (88 given); 1001 floats need more than the 4000-byte input */
+    CHECK_STATUS(SEG(in, 1000, GS_FLOAT32, GS_OP_SUM, o, 10, out8, 0), GS_ERROR_INVALID_ARGUMENT);
+    CHECK_HAS(gs_last_error_message(), "past the end");
+    CHECK_STATUS(SEG(in, 1000, GS_FLOAT32, GS_OP_SUM, o, 11, out, 0), GS_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(SEG(in, 1001, GS_FLOAT32, GS_OP_SUM, o, 10, out, 0), GS_ERROR_INVALID_ARGUMENT);
+    /* offsets checked on request: the first bad one is named, nothing is launched */
+    static const struct {
+        int index;
+        int64_t bad, good;
+        const char *says;
+    } bad[] = {
+        {5, 50, 500, "offsets[4] = 400, offsets[5] = 50"},
+        {0, -1, 0, "negative"},
+        {10, 1001, 1000, "beyond n"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        o[bad[i].index] = bad[i].bad;
+        CHECK_STATUS(SEG(in, 1000, GS_FLOAT32, GS_OP_SUM, o, 10, out, GS_SEGMENTED_CHECK_OFFSETS),
+                     GS_ERROR_INVALID_ARGUMENT);
+        CHECK_HAS(gs_last_error_message(), bad[i].says);
+        o[bad[i].index] = bad[i].good;
+    }
+    CHECK_INT(cuda_log_lines("cuLaunchKernel ") - l0, 0);
+    /* unchecked, bad offsets are the kernel's business: one launch */
+    o[10] = 1001;
+    CHECK_STATUS(SEG(in, 1000, GS_FLOAT32, GS_OP_SUM, o, 10, out, 0), GS_SUCCESS);
+    o[10] = 1000;
+    CHECK_STATUS(SEG(in, 1000, GS_FLOAT32, GS_OP_SUM, o, 10, out, GS_SEGMENTED_CHECK_OFFSETS), GS_SUCCESS);
+    /* no segments: nothing to do, nothing launched, no pointer needed */
+    CHECK_STATUS(SEG(0, 0, GS_FLOAT32, GS_OP_SUM, NULL, 0, 0, 0), GS_SUCCESS);
+    CHECK_INT(cuda_log_lines("cuLaunchKernel ") - l0, 2);
+    CHECK_STATUS(gs_context_destroy(ctx), GS_SUCCESS);
+    return 0;
+}
+
+const test_case real_cases[] = {
+    CASE_WITH("real-cc90", real_backend, GS_SUCCESS, "cuda_sm20", DRIVER_FAKE, "FAKE_CUDA_CC=9.0", REAL_PATH),
+    CASE_WITH("real-cc20", real_backend, GS_SUCCESS, "cuda_sm20", DRIVER_FAKE, "FAKE_CUDA_CC=2.0", REAL_PATH),
+    CASE_WITH("real-cc13", real_backend, GS_SUCCESS, "cuda_sm11_compat", DRIVER_FAKE, "FAKE_CUDA_CC=1.3",
+              REAL_PATH),
+    CASE("real-kernels", real_kernels, DRIVER_FAKE, REAL_PATH),
+    CASE("real-no-binary", real_no_binary, DRIVER_FAKE, "FAKE_CUDA_NO_BINARY=1", REAL_PATH),
+    CASE("real-launch-error", real_launch_error, DRIVER_FAKE, REAL_PATH),
+    CASE("real-segmented", real_segmented, DRIVER_FAKE, REAL_PATH),
+    END_OF_CASES,
+};
