@@ -14,6 +14,7 @@ Nothing waits for the device: the result is ready once its stream reaches it.
 """
 
 import ctypes
+import itertools
 import sys
 import threading
 
@@ -118,6 +119,8 @@ def _host(where):
                      "GPU first (torch: x.cuda(), cupy.asarray(x))" % where)
 
 
+_cupy_ndarray = None      # cupy.ndarray, once an array was seen (its fast path's test)
+_cupy_fast = None         # numpy dtype -> gs_dtype as a plain int
 _torch_dtypes = None
 _torch_fast = None        # torch dtype -> gs_dtype as a plain int
 _torch_tensor = None      # torch.Tensor, once a tensor was seen (the fast path's test)
@@ -167,7 +170,28 @@ def _from_torch(x, stream, torch):
     return i
 
 
+def _cupy_learn(cupy):
+    global _cupy_fast, _cupy_ndarray
+    if _cupy_fast is None:
+        m = {}
+        for d in DType:
+            try:
+                m[cupy.dtype(d.type_name)] = int(d)
+            except TypeError:  # bfloat16 without ml_dtypes
+                pass
+        _cupy_fast = m
+        _cupy_ndarray = cupy.ndarray
+
+
+def _cupy_current(cupy, dev):
+    try:
+        return cupy.cuda.get_current_stream(dev).ptr
+    except TypeError:  # CuPy before 13 takes no device
+        return cupy.cuda.get_current_stream().ptr
+
+
 def _from_cupy(x, stream, cupy):
+    _cupy_learn(cupy)
     # numpy's dtype names (ml_dtypes' "bfloat16" too) are gridsync's DType names.
     dtype = _types._DTYPE_NAMES.get(x.dtype.name)
     if dtype is None:
@@ -182,10 +206,7 @@ def _from_cupy(x, stream, cupy):
     i.dtype = dtype
     i.framework = "cupy"
     i.release = None
-    try:
-        cur = cupy.cuda.get_current_stream(dev).ptr
-    except TypeError:  # CuPy before 13 takes no device
-        cur = cupy.cuda.get_current_stream().ptr
+    cur = _cupy_current(cupy, dev)
     i.cur = cur
     i.stream = cur if stream is None else stream
     if i.stream != cur:
@@ -341,6 +362,37 @@ def _torch_slot(torch, dev, dtype, stream, cur):
     return lst.pop()
 
 
+# CuPy's 0-d results: cupy.empty(()) and its device switch cost about 10 us of host time on
+# the H100 machine; a 0-d ndarray over a slot of a slab costs one constructor call. The slab
+# (SLAB elements, allocated from CuPy's pool on the stream that writes it: the pool is per
+# stream) stays alive as long as a result made from it does (each holds its MemoryPointer).
+_cupy_slabs = {}
+
+
+def _cupy_slot(cupy, dev, dtype, stream, cur):
+    """(a 0-d cupy.ndarray of dtype on device dev, its pointer), for a kernel on `stream`."""
+    key = (dev, dtype, stream)
+    slab = _cupy_slabs.get(key)
+    if slab is not None:
+        i = next(slab[2])  # itertools.count: atomic under the GIL, so no slot goes out twice
+        if i < SLAB:
+            mp = slab[0] + i * slab[3]
+            return cupy.ndarray((), slab[1], mp), mp.ptr
+    d = DType(dtype)
+    npdt = cupy.dtype(d.type_name)
+    with cupy.cuda.Device(dev):
+        if stream != cur:
+            with _cupy_stream(cupy, stream):
+                mem = cupy.empty(SLAB, dtype=npdt).data
+        else:
+            mem = cupy.empty(SLAB, dtype=npdt).data
+    slab = (mem, npdt, itertools.count(1), d.itemsize)
+    if len(_cupy_slabs) >= 256:
+        _cupy_slabs.clear()  # as for _slabs
+    _cupy_slabs[key] = slab
+    return cupy.ndarray((), npdt, mem), mem.ptr
+
+
 def _alloc(inp, x, dtype, shape):
     """(result object, its device pointer): the input's framework's array when it has one."""
     if inp.framework == "torch":
@@ -360,6 +412,8 @@ def _alloc(inp, x, dtype, shape):
             cdt = cupy.dtype(dtype.type_name)
         except TypeError:   # bfloat16 without ml_dtypes
             cdt = None
+        if cdt is not None and shape == ():
+            return _cupy_slot(cupy, inp.device, int(dtype), inp.stream, inp.cur)
         if cdt is not None:
             with cupy.cuda.Device(inp.device):
                 if inp.stream != inp.cur:
@@ -450,6 +504,21 @@ def reduce(x, op="sum", *, out_dtype=None, exact=False, stream=None):
             except (AttributeError, IndexError):
                 out, outp = _torch_slot(sys.modules["torch"], dev, res, s, s)
             st = _gs_reduce(ctx, x.data_ptr(), x.numel(), dt, o, outp, s)
+            if st:
+                raise _lib.fail(_lib.load(), st, "gs_reduce")
+            return out
+    # The same for a CuPy array.
+    if type(x) is _cupy_ndarray and type(op) is str and out_dtype is None and stream is None and not exact:
+        o = _FAST_OPS.get(op)
+        dt = _cupy_fast.get(x.dtype)
+        if o is not None and dt is not None and x.flags.c_contiguous:
+            mem = x.data
+            dev = mem.device_id
+            cupy = sys.modules["cupy"]
+            s = _cupy_current(cupy, dev)
+            ctx = _contexts.get(dev) or context(dev)
+            out, outp = _cupy_slot(cupy, dev, dt if o < 4 or o > 5 else 2, s, s)
+            st = _gs_reduce(ctx, mem.ptr, x.size, dt, o, outp, s)
             if st:
                 raise _lib.fail(_lib.load(), st, "gs_reduce")
             return out

@@ -551,6 +551,129 @@ class TestTorchPaths(unittest.TestCase):
         self.assertEqual(len(self.calls), 1)
 
 
+class FakeCupy:
+    """Just enough of CuPy for gridsync's CuPy paths, without a GPU."""
+
+    def __init__(self):
+        import contextlib
+        import types
+        cupy = types.ModuleType("cupy")
+        fake = self
+        self.next_ptr = 0x7f0000800000
+        self.current = 0
+        self.allocs = []
+
+        class DT:
+            def __init__(self, name):
+                self.name = name
+
+            def __eq__(self, other):
+                return isinstance(other, DT) and other.name == self.name
+
+            def __hash__(self):
+                return hash(self.name)
+
+            def __str__(self):
+                return self.name
+
+        def dtype(name):
+            if name == "bfloat16":
+                raise TypeError("data type 'bfloat16' not understood")
+            return DT(getattr(name, "name", name))
+
+        class MemoryPointer:
+            def __init__(self, ptr):
+                self.ptr, self.device_id = ptr, 0
+
+            def __add__(self, off):
+                return MemoryPointer(self.ptr + off)
+
+        class ndarray:
+            def __init__(self, shape, dtype, memptr=None, contiguous=True):
+                self.shape, self.dtype = tuple(shape), dtype
+                self.size = 1
+                for d in self.shape:
+                    self.size *= d
+                if memptr is None:
+                    memptr = MemoryPointer(fake.next_ptr)
+                    fake.allocs.append(self.size)
+                    fake.next_ptr += 8 * max(1, self.size)
+                self.data = memptr
+                self.flags = types.SimpleNamespace(c_contiguous=contiguous)
+                self.device = types.SimpleNamespace(id=0)
+        ndarray.__module__ = "cupy"
+        cupy.ndarray = ndarray
+        cupy.dtype = dtype
+        cupy.empty = lambda shape, dtype: ndarray((shape,) if isinstance(shape, int) else shape, dtype)
+        cupy.cuda = types.SimpleNamespace(
+            get_current_stream=lambda dev=None: types.SimpleNamespace(ptr=fake.current),
+            Device=lambda dev: contextlib.nullcontext(),
+            Stream=types.SimpleNamespace(from_external=lambda obj: contextlib.nullcontext()))
+        self.cupy = cupy
+
+
+class TestCupyPaths(unittest.TestCase):
+    """The CuPy fast path and the general path make the same C call; 0-d results are views
+    of slabs, a slot never handed out twice (a fake CuPy and a recorded C call)."""
+
+    def setUp(self):
+        self.fake = FakeCupy()
+        self.calls = []
+        self.patches = [
+            mock.patch.dict(sys.modules, {"cupy": self.fake.cupy}),
+            mock.patch.dict(_core._contexts, {0: _lib.ctx_p()}, clear=True),
+            mock.patch.object(_core, "_gs_reduce", lambda *a: self.calls.append(("fast",) + a[1:]) or 0),
+            mock.patch.object(_core, "_cupy_slabs", {}),
+            mock.patch.object(_core, "_cupy_fast", None),
+            mock.patch.object(_core, "_cupy_ndarray", None),
+        ]
+        for p in self.patches:
+            p.start()
+        lib = _lib.load()
+
+        class Lib:
+            def __getattr__(_, name):
+                return getattr(lib, name)
+
+            def gs_reduce(_, *a):
+                self.calls.append(("general",) + a[1:])
+                return 0
+        self.patches.append(mock.patch.object(_lib, "load", lambda: Lib()))
+        self.patches[-1].start()
+
+    def tearDown(self):
+        for p in reversed(self.patches):
+            p.stop()
+
+    def test_paths_and_slots(self):
+        c = self.fake.cupy
+        x = c.ndarray((4, 6), c.dtype("uint8"))
+        r0 = gridsync.reduce(x, Op.ARGMAX)  # the general path, which learns CuPy
+        rs = [gridsync.reduce(x, "argmax") for _ in range(2 * _core.SLAB + 3)]
+        self.assertEqual([k[0] for k in self.calls], ["general"] + ["fast"] * len(rs))
+        for k in self.calls:
+            self.assertEqual((k[1], k[2], k[3], k[4], k[6]), (x.data.ptr, 24, DType.UINT8, Op.ARGMAX, 0))
+        ptrs = [k[5] for k in self.calls]
+        self.assertEqual(len(set(ptrs)), len(ptrs), "a slot is never handed out twice")
+        self.assertEqual([r.data.ptr for r in [r0] + rs], ptrs)
+        self.assertTrue(all(r.shape == () and r.dtype == c.dtype("int64") for r in rs))
+        self.assertTrue(all(p % 8 == 0 for p in ptrs))
+        # A new stream: a new slab.
+        self.fake.current = 0x7000
+        r = gridsync.reduce(x, "max")
+        self.assertEqual((self.calls[-1][6], r.dtype), (0x7000, c.dtype("uint8")))
+        self.assertNotIn(r.data.ptr, ptrs)
+
+    def test_refused(self):
+        c = self.fake.cupy
+        gridsync.reduce(c.ndarray((2,), c.dtype("int32")), Op.SUM)
+        with self.assertRaisesRegex(ValueError, "contiguous"):
+            gridsync.reduce(c.ndarray((2, 2), c.dtype("float32"), contiguous=False))
+        with self.assertRaisesRegex(TypeError, "int16"):
+            gridsync.reduce(c.ndarray((2,), c.dtype("int16")))
+        self.assertEqual(len(self.calls), 1)
+
+
 class TestExact(unittest.TestCase):
     def test_exact_rules(self):
         lib = _lib.load()
