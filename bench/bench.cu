@@ -28,53 +28,12 @@
 
 #include <cub/cub.cuh>
 
-#include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <cinttypes>
-#include <cmath>
-#include <cerrno>
-#include <condition_variable>
-#include <functional>
-#include <cstdarg>
-#include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <map>
-#include <mutex>
-#include <stdexcept>
-#include <string>
-#include <thread>
 #include <tuple>
-#include <vector>
-
-#include <unistd.h>
 
 #include "gridsync.h"
 
 #include "bench_common.cuh"
 #include "hostref.h"
-
-/* ---- small utilities ------------------------------------------------------------------ */
-
-static std::string pow2_name(uint64_t n)
-{
-    if (n && !(n & (n - 1)))
-        return strf("2^%d", 63 - __builtin_clzll(n));
-    return strf("%" PRIu64, n);
-}
-
-static std::string bytes_name(double b)
-{
-    if (b >= 1073741824.0)
-        return strf("%.1f GiB", b / 1073741824.0);
-    if (b >= 1048576.0)
-        return strf("%.1f MiB", b / 1048576.0);
-    if (b >= 1024.0)
-        return strf("%.1f KiB", b / 1024.0);
-    return strf("%.0f B", b);
-}
 
 /* ---- dtypes and ops -------------------------------------------------------------------- */
 
@@ -203,26 +162,22 @@ static const cub_fn cub_for[DT_COUNT] = {cub_call<float>, cub_call<int32_t>, cub
 
 /* ---- options --------------------------------------------------------------------------- */
 
-struct Options {
+struct Options : CommonOptions {
     std::vector<int> log2_sizes;
     std::vector<uint64_t> sizes;
     std::vector<int> dtypes{DT_F32, DT_I32, DT_F64, DT_F16};
     std::vector<int> ops{OP_SUM, OP_MAX, OP_ARGMAX};
-    std::vector<std::string> backends{"cuda_sm20", "cuda_sm11_compat"};
-    int runs = 11;           /* timed runs per (config, impl, mode); the median is reported */
     int latency_runs = 21;
     double target_ms = 2.0;  /* length of one timed run of back-to-back calls */
     double rotate_factor = 4.0; /* rotating copies span this many L2s */
-    double max_seconds = 420.0; /* the watchdog */
     double budget_seconds = 210.0; /* past this, fewer and shorter runs */
     double peak_gbps = 3350.0; /* H100 SXM datasheet */
-    uint64_t seed = 0;
-    int device = 0;
-    bool quick = false;
     bool rotate = true;
-    bool selftest = false; /* --selftest-summary: no GPU; synthetic rows, to test the CSV, summary and plot */
-    std::string csv = "bench.csv";
-    std::string summary;
+    Options()
+    {
+        max_seconds = 420.0;
+        csv = "bench.csv";
+    }
 };
 
 static void usage(FILE *f)
@@ -257,21 +212,9 @@ static int name_index(const char *const *names, int count, const std::string &s)
 static Options parse(int argc, char **argv)
 {
     Options o;
-    bool sizes_given = false, runs_given = false, target_given = false;
-    for (int i = 1; i < argc; i++) {
-        std::string a = argv[i];
-        auto val = [&]() -> std::string {
-            if (i + 1 >= argc)
-                throw BenchError(a + " needs a value");
-            return argv[++i];
-        };
-        if (a == "--csv")
-            o.csv = val();
-        else if (a == "--summary")
-            o.summary = val();
-        else if (a == "--quick")
-            o.quick = true;
-        else if (a == "--sizes") {
+    bool sizes_given = false, target_given = false;
+    parse_options(argc, argv, o, usage, [&](const std::string &a, const std::function<std::string()> &val) {
+        if (a == "--sizes") {
             sizes_given = true;
             split_list(val(), [&](const std::string &t) {
                 size_t dash = t.find('-');
@@ -297,37 +240,20 @@ static Options parse(int argc, char **argv)
         } else if (a == "--ops") {
             o.ops.clear();
             split_list(val(), [&](const std::string &t) { o.ops.push_back(name_index(op_name, OP_COUNT, t)); });
-        } else if (a == "--backends") {
-            o.backends.clear();
-            split_list(val(), [&](const std::string &t) { o.backends.push_back(t); });
-        } else if (a == "--runs") {
-            o.runs = std::stoi(val());
-            runs_given = true;
         } else if (a == "--target-ms") {
             o.target_ms = std::stod(val());
             target_given = true;
-        } else if (a == "--no-rotate")
+        } else if (a == "--no-rotate") {
             o.rotate = false;
-        else if (a == "--selftest-summary")
-            o.selftest = true;
-        else if (a == "--peak-gbps")
+        } else if (a == "--peak-gbps") {
             o.peak_gbps = std::stod(val());
-        else if (a == "--seed")
-            o.seed = std::stoull(val());
-        else if (a == "--device")
-            o.device = std::stoi(val());
-        else if (a == "--budget-seconds")
+        } else if (a == "--budget-seconds") {
             o.budget_seconds = std::stod(val());
-        else if (a == "--max-seconds")
-            o.max_seconds = std::stod(val());
-        else if (a == "-h" || a == "--help") {
-            usage(stdout);
-            exit(0);
         } else {
-            usage(stderr);
-            throw BenchError("unknown option " + a);
+            return false;
         }
-    }
+        return true;
+    });
     if (!sizes_given) {
         if (o.quick)
             for (int k : {10, 14, 18, 20, 22, 24, 26, 28})
@@ -337,7 +263,7 @@ static Options parse(int argc, char **argv)
                 o.sizes.push_back(1ull << k);
     }
     if (o.quick) {
-        if (!runs_given)
+        if (!o.runs_given)
             o.runs = 7;
         if (!target_given)
             o.target_ms = 0.5;
@@ -372,12 +298,8 @@ struct Outcome {
     int k_hot = 0, k_rot = 0;
 };
 
-struct Bench {
+struct Bench : BenchBase {
     Options o;
-    cudaDeviceProp prop{};
-    std::string gpu;
-    cudaStream_t stream = nullptr;
-    cudaEvent_t ev0 = nullptr, ev1 = nullptr;
     std::vector<Impl> impls;
     unsigned char *pool = nullptr;
     size_t pool_bytes = 0;
@@ -392,13 +314,9 @@ struct Bench {
     size_t l2 = 0;
     double copy_gbps = NAN;
     double peak_theoretical_gbps = NAN;
-    uint64_t seed = 0;
     uint64_t rot_cursor = 0;
-    int mismatches = 0, errors = 0;
-    bool aborted = false;
     /* (label, dtype, op, n, mode) -> median microseconds, for the summary */
     std::map<std::tuple<std::string, int, int, uint64_t, std::string>, double> times;
-    std::vector<std::string> bad_checks;
 
     void row(const std::string &backend, const std::string &dtype, const std::string &op, uint64_t n, double bytes,
              const std::string &impl, const std::string &mode, int runs, int calls, double t_med, double t_min,
@@ -416,13 +334,7 @@ struct Bench {
 
     void setup()
     {
-        const int count = device_count_or_exit77("", "");
-        if (o.device < 0 || o.device >= count)
-            throw BenchError(strf("--device %d: there are %d devices", o.device, count));
-        CK(cudaSetDevice(o.device));
-        CK(cudaFree(0)); /* creates the runtime's (primary) context, which gridsync shares */
-        CK(cudaGetDeviceProperties(&prop, o.device));
-        gpu = prop.name;
+        open_device(o.device, "", "");
         int l2i = 0, memclk = 0, bus = 0, smclk = 0;
         CK(cudaDeviceGetAttribute(&l2i, cudaDevAttrL2CacheSize, o.device));
         CK(cudaDeviceGetAttribute(&memclk, cudaDevAttrMemoryClockRate, o.device));
@@ -430,9 +342,6 @@ struct Bench {
         CK(cudaDeviceGetAttribute(&smclk, cudaDevAttrClockRate, o.device));
         l2 = (size_t)l2i;
         peak_theoretical_gbps = 2.0 * memclk * 1e3 * (bus / 8.0) / 1e9;
-        int drv = 0, rt = 0;
-        CK(cudaDriverGetVersion(&drv));
-        CK(cudaRuntimeGetVersion(&rt));
         size_t free_b = 0, total_b = 0;
         CK(cudaMemGetInfo(&free_b, &total_b));
         printf("device %d: %s, compute capability %d.%d, %d SMs, SM clock %d MHz, L2 %s, memory %s (%s free)\n",
@@ -440,8 +349,7 @@ struct Bench {
                bytes_name((double)l2).c_str(), bytes_name((double)total_b).c_str(), bytes_name((double)free_b).c_str());
         printf("memory: %d-bit bus at %d MHz: %.0f GB/s theoretical; frac_peak uses %.0f GB/s (--peak-gbps)\n", bus,
                memclk / 1000, peak_theoretical_gbps, o.peak_gbps);
-        printf("CUDA driver %d, runtime %d, CUB %d.%d.%d; gridsync %s\n", drv, rt, CUB_VERSION / 100000,
-               CUB_VERSION / 100 % 1000, CUB_VERSION % 100, gs_version_string());
+        print_versions();
         if (std::fabs(peak_theoretical_gbps - o.peak_gbps) > 0.1 * o.peak_gbps)
             printf("NOTE: this device's theoretical bandwidth (%.0f GB/s) differs from --peak-gbps %.0f "
                    "(H100 SXM's datasheet figure): frac_peak is against the latter\n",
@@ -449,52 +357,16 @@ struct Bench {
         if (!l2)
             l2 = 50u << 20;
 
-        CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-        CK(cudaEventCreate(&ev0));
-        CK(cudaEventCreate(&ev1));
         CK(cudaMalloc(&d_out, 4096));
-
-        /* gridsync: one context per backend; the backend is chosen at creation. */
-        use_backend_path();
-        const char *saved = getenv("GRIDSYNC_BACKEND");
-        std::string saved_backend = saved ? saved : "";
-        size_t slot = 0;
-        for (const std::string &b : o.backends) {
-            setenv("GRIDSYNC_BACKEND", b.c_str(), 1);
-            gs_context *ctx = nullptr;
-            gs_status st = gs_context_create(o.device, &ctx);
-            if (st != GS_SUCCESS) {
-                fprintf(stderr, "!!! backend %s: gs_context_create failed: %s: %s (skipped)\n", b.c_str(),
-                        gs_status_string(st), gs_last_error_message());
-                errors++;
-                row(b, "-", "-", 0, 0, "gridsync", "setup", 0, 0, NAN, NAN, NAN, NAN, NAN,
-                    std::string("error:gs_context_create: ") + gs_status_string(st) + ": " + gs_last_error_message(), "");
-                continue;
-            }
-            gs_context_info info;
-            memset(&info, 0, sizeof info);
-            info.struct_size = sizeof info;
-            st = gs_context_get_info(ctx, &info);
-            if (st != GS_SUCCESS || !info.backend_name || b != info.backend_name) {
-                fprintf(stderr, "!!! backend %s: the context runs %s instead (skipped)\n", b.c_str(),
-                        st == GS_SUCCESS && info.backend_name ? info.backend_name : "?");
-                errors++;
-                gs_context_destroy(ctx);
-                continue;
-            }
-            printf("gridsync backend %s: %s (device %s, cc %d.%d)\n", info.backend_name,
-                   info.backend_path ? info.backend_path : "?", info.device_name ? info.device_name : "?", info.cc_major,
-                   info.cc_minor);
-            impls.push_back(Impl{b, false, ctx, slot});
+        open_backends(o.device, o.backends, [&](const std::string &b, const std::string &why) {
+            row(b, "-", "-", 0, 0, "gridsync", "setup", 0, 0, NAN, NAN, NAN, NAN, NAN, "error:" + why, "");
+        });
+        size_t slot = 0; /* each implementation's outputs in d_out */
+        for (const auto &c : contexts) {
+            impls.push_back(Impl{c.first, false, c.second, slot});
             slot += 64;
         }
-        if (saved)
-            setenv("GRIDSYNC_BACKEND", saved_backend.c_str(), 1);
-        else
-            unsetenv("GRIDSYNC_BACKEND");
         impls.push_back(Impl{"-", true, nullptr, slot});
-        if (impls.size() == 1)
-            fprintf(stderr, "!!! no gridsync backend could be set up: measuring CUB only\n");
     }
 
     /* Element counts whose data (with the rotating copies) fit in the memory we have. */
@@ -652,20 +524,6 @@ struct Bench {
             throw BenchError(im.label() + ": " + err);
     }
 
-    /* Waits for ev (spinning on cudaEventQuery, as cudaEventSynchronize does by default),
-     * but gives up after `seconds`: a kernel that never ends must not hang the sweep. */
-    void wait_event(cudaEvent_t ev, const char *what, double seconds = 30.0)
-    {
-        wait_event_for(ev, what, seconds, false);
-    }
-
-    /* Everything queued on the stream so far, with the same limit. */
-    void sync_stream(const char *what, double seconds = 30.0)
-    {
-        CK(cudaEventRecord(ev1, stream));
-        wait_event(ev1, what, seconds);
-    }
-
     /* Microseconds per call over k back-to-back calls, from events. */
     double timed_run(const Impl &im, int dt, int op, uint64_t n, size_t temp_bytes, int k, size_t ncopies, size_t stride)
     {
@@ -674,18 +532,10 @@ struct Bench {
                                                                            (unsigned *)(d_out + 4032));
             CK(cudaGetLastError());
         }
-        CK(cudaEventRecord(ev0, stream));
-        for (int i = 0; i < k; i++) {
-            const void *in = pool;
-            if (ncopies > 1)
-                in = pool + (rot_cursor++ % ncopies) * stride;
+        return time_calls(k, [&] {
+            const void *in = ncopies > 1 ? pool + (rot_cursor++ % ncopies) * stride : pool;
             launch_or_throw(im, dt, op, in, n, temp_bytes);
-        }
-        CK(cudaEventRecord(ev1, stream));
-        wait_event(ev1, "a timed run");
-        float ms = 0;
-        CK(cudaEventElapsedTime(&ms, ev0, ev1));
-        return ms * 1e3 / k;
+        });
     }
 
     /* "ok" or "MISMATCH ...". Float sums: the accumulation error allowed is 4 eps(acc)
@@ -793,7 +643,7 @@ struct Bench {
                     std::string line = strf("%s %s %s n=%s: %s", impls[i].label().c_str(), dname.c_str(),
                                             oname.c_str(), pow2_name(n).c_str(), c.c_str());
                     fprintf(stderr, "!!! %s\n", line.c_str());
-                    bad_checks.push_back(line);
+                    bad.push_back(line);
                 }
             }
 
@@ -1248,6 +1098,14 @@ struct Bench {
         return 1.0;
     }
 
+    /* The summary on stdout, and in --summary's file. */
+    void write_summary()
+    {
+        const std::string s = summary();
+        printf("%s", s.c_str());
+        write_summary_file(o.summary, s);
+    }
+
     std::string summary()
     {
         std::string s;
@@ -1408,14 +1266,14 @@ struct Bench {
             s += "\n";
         }
         s += strf("checks: %d mismatches, %d errors%s\n", mismatches, errors, aborted ? "; SWEEP ABORTED (see above)" : "");
-        for (size_t i = 0; i < bad_checks.size() && i < 30; i++)
-            s += "  !!! " + bad_checks[i] + "\n";
+        for (size_t i = 0; i < bad.size() && i < 30; i++)
+            s += "  !!! " + bad[i] + "\n";
         return s;
     }
 };
 
 /* --selftest-summary: the CSV, summary and plot code on made-up numbers, without a GPU. */
-static int selftest(Bench &b)
+[[noreturn]] static void selftest(Bench &b)
 {
     b.gpu = "synthetic (no GPU)";
     b.l2 = 50u << 20;
@@ -1457,42 +1315,20 @@ static int selftest(Bench &b)
     b.host_api_times["cub/-"] = 2.4;
     b.host_api_times["cuLaunchKernel/-"] = 1.6;
     b.mismatches = 1;
-    b.bad_checks.push_back("cuda_sm20 f64 sum n=2^20: MISMATCH (synthetic)");
-    std::string s = b.summary();
-    printf("%s", s.c_str());
-    if (!b.o.summary.empty()) {
-        FILE *f = fopen(b.o.summary.c_str(), "w");
-        if (f) {
-            fputs(s.c_str(), f);
-            fclose(f);
-        }
-    }
-    fclose(g_csv);
-    g_csv = nullptr;
-    fflush(stdout);
-    _exit(0);
+    b.bad.push_back("cuda_sm20 f64 sum n=2^20: MISMATCH (synthetic)");
+    b.write_summary();
+    end_selftest(0);
 }
 
 int main(int argc, char **argv)
 {
-    setvbuf(stdout, nullptr, _IOLBF, 0);
-    Options o;
-    try {
-        o = parse(argc, argv);
-    } catch (const std::exception &e) {
-        fprintf(stderr, "gridsync-bench: %s\n", e.what());
-        return 1;
-    }
     Bench b;
-    b.o = o;
-    b.seed = o.seed ? o.seed : (uint64_t)std::chrono::system_clock::now().time_since_epoch().count();
-    if (!open_csv("gridsync-bench", o.csv,
-                  "gpu,backend,dtype,op,n,log2n,bytes,impl,mode,runs,calls_per_run,time_us_median,time_us_min,"
-                  "time_us_max,gbps,frac_copy_bw,frac_peak,ratio_vs_cub,check,note\n"))
+    if (!start("gridsync-bench", argc, argv, parse, b,
+               "gpu,backend,dtype,op,n,log2n,bytes,impl,mode,runs,calls_per_run,time_us_median,time_us_min,"
+               "time_us_max,gbps,frac_copy_bw,frac_peak,ratio_vs_cub,check,note\n",
+               selftest))
         return 1;
-    if (o.selftest)
-        return selftest(b);
-    watchdog_start(o.max_seconds);
+    const Options &o = b.o;
     printf("gridsync-bench: seed %" PRIu64 " (--seed to replay), %d runs of ~%.2f ms per measurement, watchdog %.0f s\n",
            b.seed, o.runs, o.target_ms, o.max_seconds);
     try {
@@ -1512,90 +1348,26 @@ int main(int argc, char **argv)
     } catch (const std::exception &e) {
         fprintf(stderr, "!!! the host-cost measurement failed: %s (going on with the sweep)\n", e.what());
         b.errors++;
-        b.bad_checks.push_back(std::string("ERROR host_api: ") + e.what());
+        b.bad.push_back(std::string("ERROR host_api: ") + e.what());
         (void)cudaGetLastError();
     }
 
     const int cn = (int)(o.dtypes.size() * o.sizes.size());
     int ci = 0;
-    for (int dt : o.dtypes) {
+    for (int dt : o.dtypes)
         for (uint64_t n : o.sizes) {
-            ci++;
-            try {
-                b.run_config(dt, n, ci, cn);
-            } catch (const HangError &e) {
-                fprintf(stderr, "!!! HANG %s n=%s: %s\n", dt_name[dt], pow2_name(n).c_str(), e.what());
-                b.bad_checks.push_back(strf("HANG %s n=%s: %s", dt_name[dt], pow2_name(n).c_str(), e.what()));
-                b.row("-", dt_name[dt], "-", n, (double)n * dt_size[dt], "-", "hot", 0, 0, NAN, NAN, NAN, NAN, NAN,
-                      "error:hang: " + std::string(e.what()), "");
-                b.errors++;
-                b.aborted = true;
-            } catch (const std::exception &e) {
-                b.errors++;
-                std::string line = strf("%s n=%s: %s", dt_name[dt], pow2_name(n).c_str(), e.what());
-                fprintf(stderr, "!!! ERROR %s\n", line.c_str());
-                b.bad_checks.push_back("ERROR " + line);
-                b.row("-", dt_name[dt], "-", n, (double)n * dt_size[dt], "-", "hot", 0, 0, NAN, NAN, NAN, NAN, NAN,
-                      "error:" + std::string(e.what()), "");
-                /* A sticky error (e.g. an illegal address) leaves the context unusable:
-                 * stop there rather than report garbage. */
-                (void)cudaGetLastError(); /* clears a non-sticky error; a sticky one stays */
-                try {
-                    b.sync_stream("the stream after an error");
-                } catch (const std::exception &e2) {
-                    fprintf(stderr, "!!! the CUDA context is not usable any more (%s): stopping the sweep\n", e2.what());
-                    b.aborted = true;
-                }
-            }
             if (b.aborted)
                 break;
+            ci++;
+            b.guarded(strf("%s n=%s", dt_name[dt], pow2_name(n).c_str()), [&] { b.run_config(dt, n, ci, cn); },
+                      [&](bool hang, const std::string &what) {
+                          b.row("-", dt_name[dt], "-", n, (double)n * dt_size[dt], "-", "hot", 0, 0, NAN, NAN, NAN, NAN,
+                                NAN, (hang ? "error:hang: " : "error:") + what, "");
+                      });
         }
-        if (b.aborted)
-            break;
-    }
+    if (!b.aborted)
+        b.guarded("read ceiling", [&] { b.read_ceiling(); }, [](bool, const std::string &) {});
 
-    if (!b.aborted) {
-        try {
-            b.read_ceiling();
-        } catch (const HangError &e) {
-            fprintf(stderr, "!!! HANG in the read-ceiling measurement: %s\n", e.what());
-            b.bad_checks.push_back(std::string("HANG read ceiling: ") + e.what());
-            b.errors++;
-            b.aborted = true;
-        } catch (const std::exception &e) {
-            fprintf(stderr, "!!! the read-ceiling measurement failed: %s\n", e.what());
-            b.bad_checks.push_back(std::string("ERROR read ceiling: ") + e.what());
-            b.errors++;
-            (void)cudaGetLastError();
-        }
-    }
-
-    std::string s = b.summary();
-    printf("%s", s.c_str());
-    if (!o.summary.empty()) {
-        FILE *f = fopen(o.summary.c_str(), "w");
-        if (f) {
-            fputs(s.c_str(), f);
-            fclose(f);
-        }
-    }
-    printf("total %.1f s; CSV: %s\n", elapsed_s(), o.csv.c_str());
-    fclose(g_csv);
-    g_csv = nullptr;
-    if (!b.aborted) {
-        try {
-            b.sync_stream("the end of the sweep"); /* gs_context_destroy wants the work finished */
-            for (const Impl &im : b.impls)
-                if (im.ctx && gs_context_destroy(im.ctx) != GS_SUCCESS)
-                    fprintf(stderr, "gs_context_destroy(%s): %s\n", im.backend.c_str(), gs_last_error_message());
-        } catch (const std::exception &e) {
-            fprintf(stderr, "!!! at the end: %s\n", e.what());
-        }
-    }
-    watchdog_stop();
-    fflush(stdout);
-    fflush(stderr);
-    /* _exit: no teardown of statics under the detached watchdog thread, and none of a
-     * context that may be stuck. */
-    _exit(final_status(b.aborted, b.mismatches, b.errors));
+    b.write_summary();
+    b.finish(o.csv);
 }

@@ -34,25 +34,6 @@
 
 #include <cub/device/device_segmented_reduce.cuh>
 
-#include <algorithm>
-#include <cerrno>
-#include <cfloat>
-#include <chrono>
-#include <cinttypes>
-#include <cmath>
-#include <condition_variable>
-#include <cstdarg>
-#include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <map>
-#include <mutex>
-#include <stdexcept>
-#include <string>
-#include <thread>
-#include <vector>
-
 #include "gridsync.h"
 
 #include "bench_common.cuh"
@@ -60,26 +41,12 @@
 
 /* ---- small utilities ------------------------------------------------------------------ */
 
+/* Element counts as 2^k, or with k/M for large ones. */
 static std::string count_name(uint64_t n)
 {
-    if (n && !(n & (n - 1)))
-        return strf("2^%d", 63 - __builtin_clzll(n));
-    if (n >= 10000000)
-        return strf("%.1fM", n / 1e6);
-    if (n >= 100000)
-        return strf("%.0fk", n / 1e3);
-    return strf("%" PRIu64, n);
-}
-
-static std::string bytes_name(double b)
-{
-    if (b >= 1073741824.0)
-        return strf("%.2f GiB", b / 1073741824.0);
-    if (b >= 1048576.0)
-        return strf("%.1f MiB", b / 1048576.0);
-    if (b >= 1024.0)
-        return strf("%.1f KiB", b / 1024.0);
-    return strf("%.0f B", b);
+    if ((n && !(n & (n - 1))) || n < 100000)
+        return pow2_name(n);
+    return n >= 10000000 ? strf("%.1fM", n / 1e6) : strf("%.0fk", n / 1e3);
 }
 
 /* Host random numbers: splitmix64. */
@@ -128,20 +95,16 @@ struct Layout {
     uint64_t nseg() const { return offsets.size() - 1; }
 };
 
-struct Options {
+struct Options : CommonOptions {
     std::vector<int> layouts{L_UNIFORM, L_POWERLAW, L_GIANT, L_TINY};
-    std::vector<std::string> backends{"cuda_sm20", "cuda_sm11_compat"};
-    int runs = 11;  /* timed runs; the median is reported (never fewer than 9) */
     int calls = 20; /* back-to-back calls per timed run */
     double alpha = 1.0;
-    double max_seconds = 150.0; /* the watchdog */
-    uint64_t seed = 0;          /* data; default from the clock */
-    uint64_t layout_seed = 1;   /* segment lengths: fixed, so runs compare */
-    int device = 0;
-    bool quick = false;
-    bool selftest = false;
-    std::string csv = "segmented.csv";
-    std::string summary;
+    uint64_t layout_seed = 1; /* segment lengths: fixed, so runs compare */
+    Options()
+    {
+        max_seconds = 150.0;
+        csv = "segmented.csv";
+    }
 };
 
 static void usage(FILE *f)
@@ -166,21 +129,9 @@ static void usage(FILE *f)
 static Options parse(int argc, char **argv)
 {
     Options o;
-    bool runs_given = false, calls_given = false;
-    for (int i = 1; i < argc; i++) {
-        std::string a = argv[i];
-        auto val = [&]() -> std::string {
-            if (i + 1 >= argc)
-                throw BenchError(a + " needs a value");
-            return argv[++i];
-        };
-        if (a == "--csv")
-            o.csv = val();
-        else if (a == "--summary")
-            o.summary = val();
-        else if (a == "--quick")
-            o.quick = true;
-        else if (a == "--layouts") {
+    bool calls_given = false;
+    parse_options(argc, argv, o, usage, [&](const std::string &a, const std::function<std::string()> &val) {
+        if (a == "--layouts") {
             o.layouts.clear();
             split_list(val(), [&](const std::string &t) {
                 int k = 0;
@@ -190,37 +141,20 @@ static Options parse(int argc, char **argv)
                     throw BenchError("unknown layout '" + t + "' (uniform, powerlaw, giant, tiny)");
                 o.layouts.push_back(k);
             });
-        } else if (a == "--backends") {
-            o.backends.clear();
-            split_list(val(), [&](const std::string &t) { o.backends.push_back(t); });
-        } else if (a == "--runs") {
-            o.runs = std::stoi(val());
-            runs_given = true;
         } else if (a == "--calls") {
             o.calls = std::stoi(val());
             calls_given = true;
-        } else if (a == "--alpha")
+        } else if (a == "--alpha") {
             o.alpha = std::stod(val());
-        else if (a == "--seed")
-            o.seed = std::stoull(val());
-        else if (a == "--layout-seed")
+        } else if (a == "--layout-seed") {
             o.layout_seed = std::stoull(val());
-        else if (a == "--device")
-            o.device = std::stoi(val());
-        else if (a == "--max-seconds")
-            o.max_seconds = std::stod(val());
-        else if (a == "--selftest-summary")
-            o.selftest = true;
-        else if (a == "-h" || a == "--help") {
-            usage(stdout);
-            exit(0);
         } else {
-            usage(stderr);
-            throw BenchError("unknown option " + a);
+            return false;
         }
-    }
+        return true;
+    });
     if (o.quick) {
-        if (!runs_given)
+        if (!o.runs_given)
             o.runs = 9;
         if (!calls_given)
             o.calls = 10;
@@ -338,12 +272,8 @@ struct Result { /* for the summary and the final table */
     double med, lo, hi, gbps, ratio;
 };
 
-struct Bench {
+struct Bench : BenchBase {
     Options o;
-    std::string gpu;
-    cudaDeviceProp prop{};
-    cudaStream_t stream = nullptr;
-    cudaEvent_t ev0 = nullptr, ev1 = nullptr;
     std::vector<Impl> impls;
     float *d_in = nullptr;
     int64_t *d_off = nullptr;
@@ -352,11 +282,9 @@ struct Bench {
     float *host = nullptr;
     bool host_pinned = false;
     size_t device_bytes = 0;
-    uint64_t seed = 0;
-    int mismatches = 0, errors = 0;
-    bool aborted = false;
     std::vector<Result> results;
-    std::vector<std::string> bad;
+
+    Bench() { yield_while_waiting = true; }
 
     static double bytes_moved(uint64_t n, uint64_t nseg) { return 4.0 * n + 8.0 * (nseg + 1) + 4.0 * nseg; }
 
@@ -376,75 +304,20 @@ struct Bench {
 
     void setup()
     {
-        const int count = device_count_or_exit77("gridsync-bench-segmented: ", " (exit 77)");
-        if (o.device < 0 || o.device >= count)
-            throw BenchError(strf("--device %d: there are %d devices", o.device, count));
-        CK(cudaSetDevice(o.device));
-        CK(cudaFree(0)); /* creates the runtime's (primary) context, which gridsync shares */
-        CK(cudaGetDeviceProperties(&prop, o.device));
-        gpu = prop.name;
-        int drv = 0, rt = 0, l2 = 0;
-        CK(cudaDriverGetVersion(&drv));
-        CK(cudaRuntimeGetVersion(&rt));
+        open_device(o.device, "gridsync-bench-segmented: ", " (exit 77)");
+        int l2 = 0;
         CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, o.device));
         size_t free_b = 0, total_b = 0;
         CK(cudaMemGetInfo(&free_b, &total_b));
         printf("device %d: %s, compute capability %d.%d, %d SMs, L2 %s, memory %s (%s free)\n", o.device, prop.name,
                prop.major, prop.minor, prop.multiProcessorCount, bytes_name(l2).c_str(), bytes_name((double)total_b).c_str(),
                bytes_name((double)free_b).c_str());
-        printf("CUDA driver %d, runtime %d, CUB %d.%d.%d; gridsync %s\n", drv, rt, CUB_VERSION / 100000,
-               CUB_VERSION / 100 % 1000, CUB_VERSION % 100, gs_version_string());
-        CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-        CK(cudaEventCreate(&ev0));
-        CK(cudaEventCreate(&ev1));
-
-        /* gridsync: one context per backend; the backend is chosen at creation. */
-        use_backend_path();
-        const char *saved = getenv("GRIDSYNC_BACKEND");
-        std::string saved_backend = saved ? saved : "";
-        for (const std::string &b : o.backends) {
-            setenv("GRIDSYNC_BACKEND", b.c_str(), 1);
-            gs_context *ctx = nullptr;
-            gs_status st = gs_context_create(o.device, &ctx);
-            if (st != GS_SUCCESS) {
-                std::string m = strf("backend %s: gs_context_create failed: %s: %s", b.c_str(), gs_status_string(st),
-                                     gs_last_error_message());
-                fprintf(stderr, "!!! %s (skipped)\n", m.c_str());
-                bad.push_back("ERROR " + m);
-                errors++;
-                continue;
-            }
-            gs_context_info info;
-            memset(&info, 0, sizeof info);
-            info.struct_size = sizeof info;
-            st = gs_context_get_info(ctx, &info);
-            if (st != GS_SUCCESS || !info.backend_name || b != info.backend_name) {
-                std::string m = st != GS_SUCCESS
-                                    ? strf("backend %s: gs_context_get_info failed: %s: %s", b.c_str(),
-                                           gs_status_string(st), gs_last_error_message())
-                                    : strf("backend %s: the context runs %s instead", b.c_str(),
-                                           info.backend_name ? info.backend_name : "?");
-                fprintf(stderr, "!!! %s (skipped)\n", m.c_str());
-                bad.push_back("ERROR " + m);
-                errors++;
-                if ((st = gs_context_destroy(ctx)) != GS_SUCCESS)
-                    fprintf(stderr, "gs_context_destroy(%s): %s: %s\n", b.c_str(), gs_status_string(st),
-                            gs_last_error_message());
-                continue;
-            }
-            printf("gridsync backend %s: %s (device %s, cc %d.%d)\n", info.backend_name,
-                   info.backend_path ? info.backend_path : "?", info.device_name ? info.device_name : "?", info.cc_major,
-                   info.cc_minor);
-            Impl im{b, false, ctx};
-            impls.push_back(im);
-        }
-        if (saved)
-            setenv("GRIDSYNC_BACKEND", saved_backend.c_str(), 1);
-        else
-            unsetenv("GRIDSYNC_BACKEND");
+        print_versions();
+        open_backends(o.device, o.backends,
+                      [&](const std::string &b, const std::string &why) { bad.push_back("ERROR backend " + b + ": " + why); });
+        for (const auto &c : contexts)
+            impls.push_back(Impl{c.first, false, c.second});
         impls.push_back(Impl{"-", true, nullptr});
-        if (impls.size() == 1)
-            fprintf(stderr, "!!! no gridsync backend could be set up: measuring CUB only\n");
     }
 
     template <typename T> T *dev_alloc(size_t count, const char *what)
@@ -505,18 +378,6 @@ struct Bench {
         device_bytes += cap;
     }
 
-    /* Waits for ev (polling), giving up after `seconds`: a hung kernel must not hang us. */
-    void wait_event(cudaEvent_t ev, const char *what, double seconds = 30.0)
-    {
-        wait_event_for(ev, what, seconds, true);
-    }
-
-    void sync_stream(const char *what, double seconds = 30.0)
-    {
-        CK(cudaEventRecord(ev1, stream));
-        wait_event(ev1, what, seconds);
-    }
-
     /* One call. GS_SUCCESS, or the status (CUB failures as GS_ERROR_CUDA) with *err. */
     gs_status launch(const Impl &im, const Layout &L, size_t temp_bytes, uint32_t flags, std::string *err)
     {
@@ -550,14 +411,7 @@ struct Bench {
     /* Microseconds per call over k back-to-back calls, from events. */
     double timed_run(const Impl &im, const Layout &L, size_t temp_bytes, int k)
     {
-        CK(cudaEventRecord(ev0, stream));
-        for (int i = 0; i < k; i++)
-            launch_or_throw(im, L, temp_bytes);
-        CK(cudaEventRecord(ev1, stream));
-        wait_event(ev1, "a timed run");
-        float ms = 0;
-        CK(cudaEventElapsedTime(&ms, ev0, ev1));
-        return ms * 1e3 / k;
+        return time_calls(k, [&] { launch_or_throw(im, L, temp_bytes); });
     }
 
     /* hostref's reference of each segment's SUM, threads over segment ranges. */
@@ -885,21 +739,12 @@ struct Bench {
     {
         std::string t = table(), s = summary();
         printf("%s\n%s", t.c_str(), s.c_str());
-        if (!o.summary.empty()) {
-            FILE *f = fopen(o.summary.c_str(), "w");
-            if (!f)
-                fprintf(stderr, "cannot write %s: %s\n", o.summary.c_str(), strerror(errno));
-            else {
-                fputs(s.c_str(), f);
-                fputs(t.c_str(), f);
-                fclose(f);
-            }
-        }
+        write_summary_file(o.summary, s + t);
     }
 };
 
 /* --selftest-summary: made-up timings through the CSV, table and summary code (no GPU). */
-static int selftest(Bench &b)
+[[noreturn]] static void selftest(Bench &b)
 {
     b.gpu = "synthetic (no GPU)";
     for (const std::string &be : b.o.backends)
@@ -970,37 +815,18 @@ static int selftest(Bench &b)
         b.host = nullptr;
     }
     printf("selftest of the checks: %s\n", failures ? "FAILED" : "passed");
-    fflush(stdout);
-    if (failures) {
-        fclose(g_csv);
-        _exit(1);
-    }
-    fclose(g_csv);
-    g_csv = nullptr;
-    fflush(stdout);
-    _exit(0);
+    end_selftest(failures ? 1 : 0);
 }
 
 int main(int argc, char **argv)
 {
-    setvbuf(stdout, nullptr, _IOLBF, 0);
-    Options o;
-    try {
-        o = parse(argc, argv);
-    } catch (const std::exception &e) {
-        fprintf(stderr, "gridsync-bench-segmented: %s\n", e.what());
-        return 1;
-    }
     Bench b;
-    b.o = o;
-    b.seed = o.seed ? o.seed : (uint64_t)std::chrono::system_clock::now().time_since_epoch().count();
-    if (!open_csv("gridsync-bench-segmented", o.csv,
-                  "layout,impl,backend,n,num_segments,median_us,min_us,max_us,gbps,ratio_vs_cub,runs,calls_per_run,"
-                  "bytes,check,gpu,note\n"))
+    if (!start("gridsync-bench-segmented", argc, argv, parse, b,
+               "layout,impl,backend,n,num_segments,median_us,min_us,max_us,gbps,ratio_vs_cub,runs,calls_per_run,"
+               "bytes,check,gpu,note\n",
+               selftest))
         return 1;
-    if (o.selftest)
-        return selftest(b);
-    watchdog_start(o.max_seconds);
+    const Options &o = b.o;
     printf("gridsync-bench-segmented: data seed %" PRIu64 " (--seed to replay), layout seed %" PRIu64
            ", %d runs of %d calls, watchdog %.0f s%s\n",
            b.seed, o.layout_seed, o.runs, o.calls, o.max_seconds, o.quick ? ", --quick" : "");
@@ -1015,54 +841,12 @@ int main(int argc, char **argv)
         setup_failed("gridsync-bench-segmented", e.what());
     }
 
-    for (size_t li = 0; li < layouts.size(); li++) {
-        const Layout &L = layouts[li];
-        try {
-            b.run_layout(L, (int)li + 1, (int)layouts.size());
-        } catch (const HangError &e) {
-            fprintf(stderr, "!!! HANG in layout %s: %s\n", L.name.c_str(), e.what());
-            b.bad.push_back(strf("HANG %s: %s", L.name.c_str(), e.what()));
-            b.errors++;
-            b.aborted = true;
-        } catch (const std::exception &e) {
-            b.errors++;
-            fprintf(stderr, "!!! ERROR layout %s: %s\n", L.name.c_str(), e.what());
-            b.bad.push_back(strf("ERROR %s: %s", L.name.c_str(), e.what()));
-            /* A sticky error (e.g. an illegal address) leaves the context unusable. */
-            (void)cudaGetLastError();
-            try {
-                b.sync_stream("the stream after an error");
-            } catch (const std::exception &e2) {
-                fprintf(stderr, "!!! the CUDA context is not usable any more (%s): stopping\n", e2.what());
-                b.aborted = true;
-            }
-        }
-        if (b.aborted)
-            break;
-    }
+    for (size_t li = 0; li < layouts.size() && !b.aborted; li++)
+        b.guarded("layout " + layouts[li].name, [&] { b.run_layout(layouts[li], (int)li + 1, (int)layouts.size()); },
+                  [](bool, const std::string &) {});
 
     printf("\ndevice memory allocated by the benchmark: %s (CUB temporary storage %s)\n",
            bytes_name((double)b.device_bytes).c_str(), bytes_name((double)b.temp_cap).c_str());
     b.write_summary();
-    printf("total %.1f s; CSV: %s\n", elapsed_s(), o.csv.c_str());
-    fclose(g_csv);
-    g_csv = nullptr;
-    if (!b.aborted) {
-        try {
-            b.sync_stream("the end"); /* gs_context_destroy wants the work finished */
-            for (const Impl &im : b.impls)
-                if (im.ctx) {
-                    gs_status st = gs_context_destroy(im.ctx);
-                    if (st != GS_SUCCESS)
-                        fprintf(stderr, "gs_context_destroy(%s): %s: %s\n", im.backend.c_str(), gs_status_string(st),
-                                gs_last_error_message());
-                }
-        } catch (const std::exception &e) {
-            fprintf(stderr, "!!! at the end: %s\n", e.what());
-        }
-    }
-    watchdog_stop();
-    fflush(stdout);
-    fflush(stderr);
-    _exit(final_status(b.aborted, b.mismatches, b.errors));
+    b.finish(o.csv);
 }
