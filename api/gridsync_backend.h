@@ -19,36 +19,36 @@
 #ifndef GRIDSYNC_BACKEND_H
 #define GRIDSYNC_BACKEND_H
 
-#include "gridsync_backend_v1_1.h"
+#include "gridsync_backend_v1_2.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define GS_BACKEND_ABI_MAJOR 1
-#define GS_BACKEND_ABI_MINOR 1
+#define GS_BACKEND_ABI_MINOR 2
 #define GS_BACKEND_ABI_VERSION (((uint32_t)GS_BACKEND_ABI_MAJOR << 16) | GS_BACKEND_ABI_MINOR)
 #define GS_BACKEND_ABI_VERSION_MAJOR(v) ((uint32_t)(v) >> 16)
 #define GS_BACKEND_ENTRY_V1_NAME "gridsync_backend_entry_v1"
 
 /* Log levels for gs_backend_host.log. */
-#define GS_LOG_DEBUG GS_LOG_DEBUG_V1_1 /* shown with GRIDSYNC_DEBUG=1 */
-#define GS_LOG_ERROR GS_LOG_ERROR_V1_1
+#define GS_LOG_DEBUG GS_LOG_DEBUG_V1_2 /* shown with GRIDSYNC_DEBUG=1 */
+#define GS_LOG_ERROR GS_LOG_ERROR_V1_2
 
 /*
- * The current structs are the newest frozen version's member lists (gridsync_backend_v1_1.h,
- * which begins with gridsync_backend_v1.h's): the members and what each means are written
- * there, once. A new minor adds gridsync_backend_v1_<minor>.h and points these at its lists.
+ * The current structs are the newest version's member lists (gridsync_backend_v1_2.h, which
+ * begins with gridsync_backend_v1_1.h's, which begin with gridsync_backend_v1.h's): the
+ * members and what each means are written there, once. A new minor adds gridsync_backend_v1_<minor>.h and points these at its lists.
  */
 
 /* What the core gives a backend: driver entry points and services. */
 typedef struct gs_backend_host {
-    GS_BACKEND_HOST_V1_1_MEMBERS
+    GS_BACKEND_HOST_V1_2_MEMBERS
 } gs_backend_host;
 
 /* The device a backend instance is opened for. */
 typedef struct gs_backend_device {
-    GS_BACKEND_DEVICE_V1_1_MEMBERS
+    GS_BACKEND_DEVICE_V1_2_MEMBERS
 } gs_backend_device;
 
 /* One reduction. Validated by the core: in/out non-NULL (unless n == 0 for in), aligned
@@ -56,7 +56,7 @@ typedef struct gs_backend_device {
  * (query_reduce), workspace as large as the backend's workspace_size and private to
  * `stream`. */
 typedef struct gs_backend_reduce_args {
-    GS_BACKEND_REDUCE_ARGS_V1_1_MEMBERS
+    GS_BACKEND_REDUCE_ARGS_V1_2_MEMBERS
 } gs_backend_reduce_args;
 
 /* One segmented reduction (ABI 1.1). Validated by the core like gs_backend_reduce_args:
@@ -67,12 +67,12 @@ typedef struct gs_backend_reduce_args {
  * out[0, num_segments) and its workspace whatever they hold, and leave the workspace
  * ready for the next launch. */
 typedef struct gs_backend_segmented_args {
-    GS_BACKEND_SEGMENTED_ARGS_V1_1_MEMBERS
+    GS_BACKEND_SEGMENTED_ARGS_V1_2_MEMBERS
 } gs_backend_segmented_args;
 
 /* What a backend implements: struct_size, abi_version and name, then its functions. */
 typedef struct gs_backend_ops {
-    GS_BACKEND_OPS_V1_1_MEMBERS(gs_backend_device, gs_backend_reduce_args, gs_backend_segmented_args)
+    GS_BACKEND_OPS_V1_2_MEMBERS(gs_backend_device, gs_backend_reduce_args, gs_backend_segmented_args)
 } gs_backend_ops;
 
 /*

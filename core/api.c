@@ -126,6 +126,7 @@ typedef struct launch_plan {
     CUstream stream;
     const int64_t *offsets; /* gs_segmented_reduce: num_segments + 1 of them */
     uint32_t flags;         /* gs_segmented_reduce's */
+    uint32_t reduce_flags;  /* gs_reduce_ex's (GS_REDUCE_EXACT*), for the backend */
 } launch_plan;
 
 /* Every launch's tail, the same for all of them: the buffers are memory the device can
@@ -139,7 +140,11 @@ static gs_status launch(gs_context *ctx, const gs_driver *drv, const launch_plan
     if ((p->n && (st = gs_check_pointer(drv, fn, "in", p->in, p->n * gs_dtype_size(p->dtype), NULL, NULL))) ||
         (p->offsets &&
          (st = gs_check_pointer(drv, fn, "offsets", p->offsets, (segments + 1) * sizeof(int64_t), NULL, NULL))) ||
-        (st = gs_check_pointer(drv, fn, "out", p->out, p->out_count * gs_dtype_size(p->out_dtype), NULL, NULL)))
+        (st = gs_check_pointer(drv, fn, "out", p->out,
+                               p->reduce_flags & GS_REDUCE_EXACT_ACCUMULATOR
+                                   ? sizeof(gs_exact_acc)
+                                   : p->out_count * gs_dtype_size(p->out_dtype),
+                               NULL, NULL)))
         return st;
     int pushed;
     if ((st = gs_context_push(ctx, &pushed)) != GS_SUCCESS)
@@ -160,7 +165,7 @@ static gs_status launch(gs_context *ctx, const gs_driver *drv, const launch_plan
         gs_backend_reduce_args a = {
             .struct_size = sizeof a, .dtype = p->dtype, .op = p->op, .out_dtype = p->out_dtype,
             .in = in, .n = p->n, .out = out, .stream = p->stream,
-            .workspace = ws, .workspace_bytes = ctx->workspace_bytes};
+            .workspace = ws, .workspace_bytes = ctx->workspace_bytes, .flags = p->reduce_flags};
         st = ctx->backend->ops->reduce(ctx->instance, &a);
     }
     gs_context_pop(ctx, pushed);
@@ -179,15 +184,17 @@ GS_API gs_status gs_reduce_ex(gs_context *ctx, const void *in, uint64_t n, gs_dt
     static const char fn[] = "gs_reduce";
     gs_clear_error();
     gs_dtype out_dtype;
-    gs_status st = gs_check_reduce(in, n, dtype, op, out, opts, &out_dtype);
+    uint32_t flags;
+    gs_status st = gs_check_reduce(in, n, dtype, op, out, opts, &out_dtype, &flags);
     if (st != GS_SUCCESS)
         return st;
     const gs_driver *drv;
     if ((st = gs_context_resolve(&ctx, &drv)) != GS_SUCCESS ||
-        (st = gs_check_supported(ctx, fn, dtype, op, out_dtype)) != GS_SUCCESS)
+        (st = gs_check_supported(ctx, fn, dtype, op, out_dtype)) != GS_SUCCESS ||
+        (flags && (st = gs_check_supported_flags(ctx, fn, dtype, op, out_dtype, flags)) != GS_SUCCESS))
         return st;
     const launch_plan plan = {.fn = fn, .dtype = dtype, .out_dtype = out_dtype, .op = op, .in = in, .n = n,
-                              .out = out, .out_count = 1, .stream = (CUstream)stream};
+                              .out = out, .out_count = 1, .stream = (CUstream)stream, .reduce_flags = flags};
     return launch(ctx, drv, &plan);
 }
 

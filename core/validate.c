@@ -37,13 +37,43 @@ static gs_status check_input(const char *fn, const void *in, uint64_t n, gs_dtyp
     return GS_SUCCESS;
 }
 
+/* The (input, output) pairs of exact sums: the float SUMs of §2, wider outputs included. */
+static int exact_pair(gs_dtype in, gs_dtype out)
+{
+    switch (in) {
+    case GS_FLOAT16:
+    case GS_BFLOAT16: return out == in || out == GS_FLOAT32;
+    case GS_FLOAT32: return out == GS_FLOAT32 || out == GS_FLOAT64;
+    case GS_FLOAT64: return out == GS_FLOAT64;
+    default: return 0;
+    }
+}
+
+/* opts->flags (GRIDSYNC_1.2): known bits, one exact choice at most, and what it applies to. */
+static gs_status check_flags(uint32_t flags, gs_dtype dtype, gs_op op, gs_dtype out_dtype)
+{
+    const uint32_t known = GS_REDUCE_EXACT | GS_REDUCE_EXACT_ACCUMULATOR;
+    if (flags & ~known)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_reduce_ex: unknown flags 0x%x", flags & ~known);
+    if (flags == known)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT,
+                       "gs_reduce_ex: GS_REDUCE_EXACT and GS_REDUCE_EXACT_ACCUMULATOR together (choose one output)");
+    if (flags && (op != GS_OP_SUM || !exact_pair(dtype, out_dtype)))
+        return gs_fail(GS_ERROR_UNSUPPORTED,
+                       "gs_reduce_ex: exact sums are float SUMs (f16/bf16 -> same or f32, f32 -> f32 or f64, f64 -> "
+                       "f64), not %s over %s into %s",
+                       gs_op_name(op), gs_dtype_name(dtype), gs_dtype_name(out_dtype));
+    return GS_SUCCESS;
+}
+
 gs_status gs_check_reduce(const void *in, uint64_t n, gs_dtype dtype, gs_op op, const void *out,
-                          const gs_reduce_options *opts, gs_dtype *out_dtype)
+                          const gs_reduce_options *opts, gs_dtype *out_dtype, uint32_t *flags)
 {
     gs_status st;
     if ((st = check_dtype_op("gs_reduce", dtype, op)) != GS_SUCCESS)
         return st;
     *out_dtype = gs_default_out(dtype, op);
+    *flags = 0;
     if (opts) {
         if (opts->struct_size < offsetof(gs_reduce_options, out_dtype) + sizeof opts->out_dtype)
             return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_reduce_ex: opts->struct_size (%u) is too small",
@@ -54,14 +84,23 @@ gs_status gs_check_reduce(const void *in, uint64_t n, gs_dtype dtype, gs_op op, 
                                (int)opts->out_dtype);
             *out_dtype = (gs_dtype)opts->out_dtype;
         }
+        if (opts->struct_size >= offsetof(gs_reduce_options, flags) + sizeof opts->flags)
+            *flags = opts->flags;
+        if ((st = check_flags(*flags, dtype, op, *out_dtype)) != GS_SUCCESS)
+            return st;
     }
     if (!out)
         return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_reduce: out is NULL");
     if ((st = check_input("gs_reduce", in, n, dtype)) != GS_SUCCESS)
         return st;
-    if ((uintptr_t)out % gs_dtype_size(*out_dtype))
+    if (*flags & GS_REDUCE_EXACT_ACCUMULATOR) {
+        if ((uintptr_t)out % sizeof(int64_t))
+            return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_reduce_ex: out = %p is not aligned to 8 bytes (a gs_exact_acc)",
+                           out);
+    } else if ((uintptr_t)out % gs_dtype_size(*out_dtype)) {
         return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_reduce: out = %p is not aligned to its %s result", out,
                        gs_dtype_name(*out_dtype));
+    }
     return GS_SUCCESS;
 }
 
@@ -103,6 +142,19 @@ gs_status gs_check_supported(const gs_context *ctx, const char *fn, gs_dtype dty
         return GS_SUCCESS;
     return gs_fail(GS_ERROR_UNSUPPORTED, "%s: backend %s does not offer %s over %s into %s", fn,
                    ctx->backend->ops->name, gs_op_name(op), gs_dtype_name(dtype), gs_dtype_name(out_dtype));
+}
+
+gs_status gs_check_supported_flags(const gs_context *ctx, const char *fn, gs_dtype dtype, gs_op op,
+                                   gs_dtype out_dtype, uint32_t flags)
+{
+    const gs_backend_ops *ops = ctx->backend->ops;
+    const int has = ops->struct_size >= offsetof(gs_backend_ops, query_reduce_flags) + sizeof ops->query_reduce_flags &&
+                    ops->query_reduce_flags;
+    if (has && ops->query_reduce_flags(ctx->instance, dtype, op, out_dtype, flags) == GS_SUCCESS)
+        return GS_SUCCESS;
+    return gs_fail(GS_ERROR_UNSUPPORTED, "%s: backend %s (%s, backend ABI %u.%u) does not offer exact sums of %s into %s",
+                   fn, ops->name, ctx->backend->path, GS_BACKEND_ABI_VERSION_MAJOR(ops->abi_version),
+                   ops->abi_version & 0xffffu, gs_dtype_name(dtype), gs_dtype_name(out_dtype));
 }
 
 /* ---- asking the driver ------------------------------------------------------------------ */

@@ -15,9 +15,10 @@ typedef struct gs_context gs_context;
 
 /* gs_reduce / gs_reduce_ex: dtype, op, the options, in, n and out. *out_dtype gets the
  * output type the options ask for (the default for dtype and op when opts is NULL or says
- * GS_OUT_DEFAULT). */
+ * GS_OUT_DEFAULT), *flags the options' flags (0 when opts is NULL or ends before them);
+ * an exact flag is refused here for what it does not apply to (docs/semantics.md §12). */
 gs_status gs_check_reduce(const void *in, uint64_t n, gs_dtype dtype, gs_op op, const void *out,
-                          const gs_reduce_options *opts, gs_dtype *out_dtype);
+                          const gs_reduce_options *opts, gs_dtype *out_dtype, uint32_t *flags);
 
 /* gs_segmented_reduce: dtype, op, flags, in, n, offsets, num_segments and out (the
  * offsets' values are the kernel's business, or gs_check_offsets'). */
@@ -28,6 +29,10 @@ gs_status gs_check_segmented(const void *in, uint64_t n, gs_dtype dtype, gs_op o
 
 /* ctx's backend offers op over dtype written as out_dtype. */
 gs_status gs_check_supported(const gs_context *ctx, const char *fn, gs_dtype dtype, gs_op op, gs_dtype out_dtype);
+/* ... and with these gs_reduce_ex flags (backend ABI 1.2's query_reduce_flags; a backend
+ * without it offers none). */
+gs_status gs_check_supported_flags(const gs_context *ctx, const char *fn, gs_dtype dtype, gs_op op,
+                                   gs_dtype out_dtype, uint32_t flags);
 
 /* ---- asking the driver ------------------------------------------------------------------ */
 
