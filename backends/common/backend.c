@@ -5,6 +5,8 @@
  * device's occupancy and L2 size), and launches one kernel per reduction. Compiled once per backend with
  * GS_BACKEND_NAME="<name>", next to that backend's fatbin.
  */
+#define _GNU_SOURCE /* secure_getenv */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +31,12 @@
 #define GS_EXPORT __attribute__((visibility("default")))
 
 #define GS_COUNT_KERNEL(dt, op, o) +1
-enum { GS_NKERNELS = 0 GS_KERNELS(GS_COUNT_KERNEL), GS_NSEG_KERNELS = 0 GS_SEG_KERNELS(GS_COUNT_KERNEL) };
+#define GS_COUNT_EXACT(dt) +1
+enum {
+    GS_NKERNELS = 0 GS_KERNELS(GS_COUNT_KERNEL),
+    GS_NSEG_KERNELS = 0 GS_SEG_KERNELS(GS_COUNT_KERNEL),
+    GS_NEXACT_KERNELS = 0 GS_EXACT_KERNELS(GS_COUNT_EXACT)
+};
 _Static_assert(GS_NKERNELS < 255, "kernel_index holds indices in a byte");
 
 /* The fatbin, embedded by embed_fatbin.py's assembly. */
@@ -58,6 +65,12 @@ struct gs_backend_instance {
      * resident (its blocks take work from a queue). */
     CUfunction seg_fn[GS_NSEG_KERNELS];
     unsigned int seg_max_blocks[GS_NSEG_KERNELS];
+    /* The exact sums' kernels, exact_kernels[], sized as gs_reduce's; exact_grid: the grid
+     * GRIDSYNC_TEST_EXACT_GRID forces (0: none), for tests only. */
+    CUfunction exact_fn[GS_NEXACT_KERNELS];
+    unsigned int exact_max_blocks[GS_NEXACT_KERNELS];
+    unsigned int exact_max_blocks_dram[GS_NEXACT_KERNELS];
+    unsigned int exact_grid;
 };
 
 /* Mapping of the kernel list's short names to the public enums. */
@@ -85,6 +98,21 @@ struct gs_backend_instance {
 static const kernel_entry kernels[GS_NKERNELS] = {GS_KERNELS(GS_KERNEL_ENTRY)};
 #define GS_SEG_KERNEL_ENTRY(dt, op, o) {GS_DT_##dt, GS_OPV_##op, GS_DT_##o, "gs_segreduce_" #dt "_" #op "_" #o},
 static const kernel_entry seg_kernels[GS_NSEG_KERNELS] = {GS_SEG_KERNELS(GS_SEG_KERNEL_ENTRY)};
+/* (out: unused, the output type is the kernel's argument) */
+#define GS_EXACT_KERNEL_ENTRY(dt) {GS_DT_##dt, GS_OP_SUM, GS_DT_##dt, "gs_exact_" #dt},
+static const kernel_entry exact_kernels[GS_NEXACT_KERNELS] = {GS_EXACT_KERNELS(GS_EXACT_KERNEL_ENTRY)};
+#define GS_EXACT_PAIR(dt, o) || (dtype == GS_DT_##dt && out == GS_DT_##o)
+
+/* The index in exact_kernels[] of dtype's exact kernel when it rounds into out; -1 if none. */
+static int find_exact(gs_dtype dtype, gs_dtype out)
+{
+    if (!(0 GS_EXACT_OUTPUTS(GS_EXACT_PAIR)))
+        return -1;
+    for (int k = 0; k < GS_NEXACT_KERNELS; k++)
+        if (exact_kernels[k].dtype == dtype)
+            return k;
+    return -1;
+}
 
 /* (dtype, op, out) -> index into kernels[] + 1, 0 when there is none; filled once by the
  * entry point, so a launch looks its kernel up in constant time. */
@@ -140,9 +168,11 @@ static gs_status be_open(const gs_backend_device *dev, gs_backend_instance **out
     if (host->cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev->device) != CUDA_SUCCESS)
         l2 = 0;
     inst->l2_bytes = gs_grid_l2_bytes(l2);
-    for (int k = 0; k < GS_NKERNELS + GS_NSEG_KERNELS; k++) {
-        const int seg = k >= GS_NKERNELS;
-        const kernel_entry *e = seg ? &seg_kernels[k - GS_NKERNELS] : &kernels[k];
+    for (int k = 0; k < GS_NKERNELS + GS_NSEG_KERNELS + GS_NEXACT_KERNELS; k++) {
+        const int seg = k >= GS_NKERNELS && k < GS_NKERNELS + GS_NSEG_KERNELS, exact = k >= GS_NKERNELS + GS_NSEG_KERNELS;
+        const kernel_entry *e = exact ? &exact_kernels[k - GS_NKERNELS - GS_NSEG_KERNELS]
+                                : seg ? &seg_kernels[k - GS_NKERNELS]
+                                      : &kernels[k];
         CUfunction f;
         rc = host->cuModuleGetFunction(&f, inst->module, e->name);
         int per_sm = 0;
@@ -158,7 +188,13 @@ static gs_status be_open(const gs_backend_device *dev, gs_backend_instance **out
         }
         if (per_sm < 1)
             per_sm = 1;
-        if (seg) {
+        if (exact) {
+            const int x = k - GS_NKERNELS - GS_NSEG_KERNELS;
+            const unsigned int sms = (unsigned int)dev->multiprocessor_count;
+            inst->exact_fn[x] = f;
+            inst->exact_max_blocks[x] = gs_grid_cap(sms, per_sm, GS_GRID_THREADS_PER_SM);
+            inst->exact_max_blocks_dram[x] = gs_grid_cap(sms, per_sm, GS_GRID_THREADS_PER_SM_DRAM);
+        } else if (seg) {
             inst->seg_fn[k - GS_NKERNELS] = f;
             inst->seg_max_blocks[k - GS_NKERNELS] = (unsigned int)per_sm * (unsigned int)dev->multiprocessor_count;
         } else {
@@ -168,9 +204,18 @@ static gs_status be_open(const gs_backend_device *dev, gs_backend_instance **out
             inst->max_blocks_dram[k] = gs_grid_cap(sms, per_sm, GS_GRID_THREADS_PER_SM_DRAM);
         }
     }
+    /* For tests only (docs/design.md, "Exact sums"): the exact kernels' grid, to show that
+     * their bits do not depend on it. */
+    const char *forced = secure_getenv("GRIDSYNC_TEST_EXACT_GRID");
+    if (forced && *forced) {
+        const unsigned long g = strtoul(forced, NULL, 10);
+        inst->exact_grid = g > 0 && g < (1ul << 31) ? (unsigned int)g : 0;
+        host->log(GS_LOG_DEBUG, "%s backend: GRIDSYNC_TEST_EXACT_GRID=%s: exact sums on %u blocks", GS_BACKEND_NAME,
+                  forced, inst->exact_grid);
+    }
     host->log(GS_LOG_DEBUG,
               "%s backend: %d kernels ready on compute capability %d.%d, up to %u blocks (%u above %llu bytes)",
-              GS_BACKEND_NAME, (int)(GS_NKERNELS + GS_NSEG_KERNELS), dev->cc_major, dev->cc_minor, inst->max_blocks[0],
+              GS_BACKEND_NAME, (int)(GS_NKERNELS + GS_NSEG_KERNELS + GS_NEXACT_KERNELS), dev->cc_major, dev->cc_minor, inst->max_blocks[0],
               inst->max_blocks_dram[0], (unsigned long long)inst->l2_bytes);
     *out = inst;
     return GS_SUCCESS;
@@ -190,24 +235,68 @@ static gs_status be_query_reduce(const gs_backend_instance *inst, gs_dtype dtype
     return find_kernel(dtype, op, out) >= 0 ? GS_SUCCESS : GS_ERROR_UNSUPPORTED;
 }
 
+static gs_status be_query_reduce_flags(const gs_backend_instance *inst, gs_dtype dtype, gs_op op, gs_dtype out,
+                                       uint32_t flags)
+{
+    if (!flags)
+        return be_query_reduce(inst, dtype, op, out);
+    if ((flags != GS_BACKEND_REDUCE_EXACT && flags != GS_BACKEND_REDUCE_EXACT_ACCUMULATOR) || op != GS_OP_SUM)
+        return GS_ERROR_UNSUPPORTED;
+    return find_exact(dtype, out) >= 0 ? GS_SUCCESS : GS_ERROR_UNSUPPORTED;
+}
+
 static uint64_t be_workspace_size(const gs_backend_instance *inst)
 {
     (void)inst;
     return GS_WORKSPACE_BYTES;
 }
 
+/* An exact sum (exact.cuh): gs_reduce's grid, but at least n / GS_EXACT_BLOCK_ELEMENTS
+ * blocks (the kernel's limb bound), or what GRIDSYNC_TEST_EXACT_GRID forces (no less). */
+static gs_status exact_reduce(gs_backend_instance *inst, const gs_backend_reduce_args *a)
+{
+    const int k = a->op == GS_OP_SUM ? find_exact(a->dtype, a->out_dtype) : -1;
+    if (k < 0) {
+        host->set_error("%s backend: no exact kernel for %s over %s into %s", GS_BACKEND_NAME, gs_op_name(a->op),
+                        gs_dtype_name(a->dtype), gs_dtype_name(a->out_dtype));
+        return GS_ERROR_UNSUPPORTED;
+    }
+    const uint64_t least = (a->n + GS_EXACT_BLOCK_ELEMENTS - 1) / GS_EXACT_BLOCK_ELEMENTS;
+    uint64_t grid = inst->exact_grid ? inst->exact_grid
+                                     : gs_grid_for(a->n, gs_dtype_size(a->dtype), inst->l2_bytes,
+                                                   inst->exact_max_blocks[k], inst->exact_max_blocks_dram[k]);
+    if (grid < least)
+        grid = least;
+    CUdeviceptr in = a->in, out = a->out, ws = a->workspace;
+    uint64_t n = a->n;
+    int out_dtype = (int)a->out_dtype;
+    unsigned int mode = a->flags == GS_BACKEND_REDUCE_EXACT_ACCUMULATOR;
+    void *params[] = {&in, &n, &out, &ws, &out_dtype, &mode};
+    CUresult rc = host->cuLaunchKernel(inst->exact_fn[k], (unsigned int)grid, 1, 1, GS_BACKEND_BLOCK, 1, 1, 0,
+                                       a->stream, params, NULL);
+    if (rc != CUDA_SUCCESS) {
+        char what[128];
+        snprintf(what, sizeof what, "cuLaunchKernel(%s, %u blocks)", exact_kernels[k].name, (unsigned int)grid);
+        return cuda_fail(rc, what);
+    }
+    return GS_SUCCESS;
+}
+
 static gs_status be_reduce(gs_backend_instance *inst, const gs_backend_reduce_args *a)
 {
+    if (a->workspace_bytes < GS_WORKSPACE_BYTES) {
+        host->set_error("%s backend: workspace of %llu bytes, %u needed", GS_BACKEND_NAME,
+                        (unsigned long long)a->workspace_bytes, (unsigned)GS_WORKSPACE_BYTES);
+        return GS_ERROR_INTERNAL;
+    }
+    /* flags: ABI 1.2 args only (an older core's struct ends before them) */
+    if (a->struct_size >= offsetof(gs_backend_reduce_args, flags) + sizeof a->flags && a->flags)
+        return exact_reduce(inst, a);
     int k = find_kernel(a->dtype, a->op, a->out_dtype);
     if (k < 0) {
         host->set_error("%s backend: no kernel for %s over %s into %s", GS_BACKEND_NAME, gs_op_name(a->op),
                         gs_dtype_name(a->dtype), gs_dtype_name(a->out_dtype));
         return GS_ERROR_UNSUPPORTED;
-    }
-    if (a->workspace_bytes < GS_WORKSPACE_BYTES) {
-        host->set_error("%s backend: workspace of %llu bytes, %u needed", GS_BACKEND_NAME,
-                        (unsigned long long)a->workspace_bytes, (unsigned)GS_WORKSPACE_BYTES);
-        return GS_ERROR_INTERNAL;
     }
     unsigned int grid = gs_grid_for(a->n, gs_dtype_size(a->dtype), inst->l2_bytes, inst->max_blocks[k],
                                     inst->max_blocks_dram[k]);
@@ -294,6 +383,7 @@ static const gs_backend_ops ops = {
     .workspace_size = be_workspace_size,
     .reduce = be_reduce,
     .segmented_reduce = be_segmented_reduce,
+    .query_reduce_flags = be_query_reduce_flags,
 };
 
 GS_EXPORT gs_status gridsync_backend_entry_v1(uint32_t core_abi_version, const gs_backend_host *h,

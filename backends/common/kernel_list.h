@@ -30,6 +30,14 @@
  * default outputs (an ARGMIN/ARGMAX result is the index within its segment). */
 #define GS_SEG_KERNELS(X) GS_KERNELS_DEFAULT(X)
 
+/* The exact sums' kernels (GS_REDUCE_EXACT, exact.cuh), gs_exact_<dtype>: one per input
+ * type, the output type an argument; and the (input, output) pairs they round into. */
+#define GS_EXACT_KERNELS(X) X(f16) X(bf16) X(f32) X(f64)
+#define GS_EXACT_OUTPUTS(X) X(f16, f16) X(f16, f32) X(bf16, bf16) X(bf16, f32) X(f32, f32) X(f32, f64) X(f64, f64)
+/* Elements per block at most, so a block's shared limbs stay below 2^61 (exact.cuh): the
+ * host launches at least n / GS_EXACT_BLOCK_ELEMENTS blocks. */
+#define GS_EXACT_BLOCK_ELEMENTS (1ull << 28)
+
 /* Workspace layout (bytes), one per stream: gs_reduce's ticket counter at 0 and its
  * per-block partials from GS_PARTIALS_OFFSET (room for GS_MAX_BLOCKS partials of up to
  * 16 bytes); the segmented reduction's work queue at GS_SEG_QUEUE_OFFSET, its chunk
@@ -51,6 +59,11 @@
 #define GS_SEG_MAX_CHUNKS(is_arg) ((GS_SEG_COUNTERS_OFFSET - GS_PARTIALS_OFFSET) / (2u * GS_SEG_SLOT_BYTES(is_arg)))
 #if GS_SEG_COUNTERS_OFFSET < GS_PARTIALS_OFFSET + GS_MAX_BLOCKS * GS_MAX_PARTIAL_BYTES
 #  error "segmented-reduction counters overlap gs_reduce's partials"
+#endif
+/* The exact sums' launch accumulator (a gs_exact_acc, 608 bytes) lies in the segmented
+ * counters' region, which every kernel leaves zero (exact.cuh). */
+#if GS_SEG_COUNTERS_OFFSET % 8 != 0 || GS_SEG_COUNTERS_OFFSET + 608 > GS_WORKSPACE_BYTES
+#  error "the exact accumulator does not fit in the workspace"
 #endif
 #if GS_SEG_MAX_CHUNKS(0) > GS_SEG_COUNTERS
 #  error "more segmented-reduction chunks than counters"

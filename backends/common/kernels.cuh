@@ -2,6 +2,7 @@
  * Included by backends/<name>/kernels.cu after it defines the type GS_POLICY. */
 #pragma once
 
+#include "exact.cuh"
 #include "segmented.cuh"
 
 #define GS_TYPE_i8 int8_t
@@ -91,3 +92,19 @@ struct GsSegMinBlocks {
     }
 
 GS_SEG_KERNELS(GS_DEFINE_SEG_KERNEL)
+
+/* The exact sums' kernels: one per input type (kernel_list.h), out_dtype and mode (0: the
+ * rounded sum, 1: the gs_exact_acc) as arguments. */
+template <typename T> struct GsExactMinBlocks {
+    static const int kFit = GS_ARCH_SM_THREADS / GS_POLICY::kBlock;
+    static const int value = gs::ExactIn<T>::kMinBlocks < kFit ? gs::ExactIn<T>::kMinBlocks : kFit;
+};
+#define GS_DEFINE_EXACT_KERNEL(dt)                                                                     \
+    extern "C" __global__ void __launch_bounds__(GS_POLICY::kBlock, GsExactMinBlocks<GS_TYPE_##dt>::value) \
+        gs_exact_##dt(const GS_TYPE_##dt *__restrict__ in, uint64_t n, void *__restrict__ out,         \
+                      unsigned char *workspace, int out_dtype, unsigned int mode)                      \
+    {                                                                                                  \
+        gs::exact_kernel<GS_POLICY, GS_TYPE_##dt>(in, n, out, workspace, out_dtype, mode);             \
+    }
+
+GS_EXACT_KERNELS(GS_DEFINE_EXACT_KERNEL)
