@@ -13,7 +13,7 @@
  * 1.0's members are written here and nowhere else: later versions' structs (the frozen
  * gridsync_backend_v1_<minor>.h and the current gridsync_backend.h) begin with this file's
  * member lists. The consumer test suite checks every offset against gridsync_backend.h
- * (tests/consumer/backend_v1_check.c). docs/ABI-policy.md has the rules.
+ * (tests/consumer/frozen_backend_check.c). docs/ABI-policy.md has the rules.
  *
  * It can be included together with gridsync_backend.h. Like it, it needs cuda.h (CUDA 12.0
  * or newer) for the driver's handle types.

@@ -13,7 +13,7 @@
  *   - a backend that wants to be built against exactly 1.1 whatever gridsync is installed
  *     can include this file instead.
  * Only what 1.1 added is written here; the rest is 1.0's member lists. The consumer test
- * suite checks every offset against gridsync_backend.h (tests/consumer/backend_v1_1_check.c).
+ * suite checks every offset against gridsync_backend.h (tests/consumer/frozen_backend_check.c).
  * docs/ABI-policy.md has the rules.
  *
  * It can be included together with gridsync_backend.h and gridsync_backend_v1.h. Like them,
