@@ -4,19 +4,18 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "cli.h"
-#include <stdarg.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "cli.h"
 
 /* ======================================================================================
  * What the tool adds to internal/dtype.h's facts about each gs_dtype.
  * ====================================================================================== */
-
 
 /* Indexed by gs_dtype (checked in main). */
 const dtype_info k_dtypes[] = {
@@ -50,7 +49,6 @@ unsigned out_size(const dtype_info *t, gs_op op)
  * The check of one result: hostref's reference, within the rigorous bound.
  * ====================================================================================== */
 
-
 void verify(const dtype_info *t, gs_op op, gs_dtype out, const void *data, uint64_t n, const unsigned char *got,
             verdict *v)
 {
@@ -65,7 +63,6 @@ void verify(const dtype_info *t, gs_op op, gs_dtype out, const void *data, uint6
 
 const char *g_cmd = ""; /* the subcommand, for usage messages */
 
-void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 void usage_error(const char *fmt, ...)
 {
     va_list ap;
@@ -294,7 +291,6 @@ void common_opts_done(common_opts *o)
  * Common setup: a gridsync context and the CUDA context for the tool's own calls.
  * ====================================================================================== */
 
-
 /* Returns 0 or an exit status (the failure already reported). */
 int session_open(session *s, int device)
 {
@@ -358,7 +354,6 @@ void print_device_line(const gs_context_info *info)
 /* ======================================================================================
  * One reduction on the device: poisoned output, launch, wait, read back.
  * ====================================================================================== */
-
 
 /* Returns GS_SUCCESS, the gs_reduce status (message left in gs_last_error_message), or
  * GS_ERROR_CUDA with *shim_failed set when a shim call failed (cushim_error() says why). */

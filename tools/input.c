@@ -61,7 +61,6 @@ static double rnd_unit(void)
 
 const char *const k_data_names[] = {"default", "int", "nan"};
 
-
 static int ceil_log2(uint64_t n)
 {
     int k = 0;

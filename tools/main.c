@@ -45,7 +45,6 @@ static const char k_usage[] =
     "Exit status: 0 success, 1 failure (wrong result or error), 2 usage error,\n"
     "             3 no CUDA driver, 4 no CUDA device.\n";
 
-
 static const struct command {
     const char *name;
     int (*run)(int argc, char **argv);
