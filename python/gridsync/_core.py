@@ -121,6 +121,18 @@ def _host(where):
 
 _cupy_ndarray = None      # cupy.ndarray, once an array was seen (its fast path's test)
 _cupy_fast = None         # numpy dtype -> gs_dtype as a plain int
+def _on_stream(i, stream, cur):
+    """i (a framework's array, cur its current stream) set to run on `stream` (None: cur).
+    The array's producer is its framework's current stream, what its __dlpack__ would make
+    the consumer wait for: another stream is ordered after it."""
+    i.release = None
+    i.cur = cur
+    i.stream = cur if stream is None else stream
+    if i.stream != cur:
+        _cuda.wait(i.device, i.stream, cur)
+    return i
+
+
 _torch_dtypes = None
 _torch_fast = None        # torch dtype -> gs_dtype as a plain int
 _torch_tensor = None      # torch.Tensor, once a tensor was seen (the fast path's test)
@@ -160,14 +172,7 @@ def _from_torch(x, stream, torch):
     i.n = x.numel()
     i.dtype = dtype
     i.framework = "torch"
-    i.release = None
-    cur = _torch_raw_stream(dev)
-    # The tensor's producer is its current stream (what its __dlpack__ would wait on).
-    i.cur = cur
-    i.stream = cur if stream is None else stream
-    if i.stream != cur:
-        _cuda.wait(dev, i.stream, cur)
-    return i
+    return _on_stream(i, stream, _torch_raw_stream(dev))
 
 
 def _cupy_learn(cupy):
@@ -205,13 +210,7 @@ def _from_cupy(x, stream, cupy):
     i.n = x.size
     i.dtype = dtype
     i.framework = "cupy"
-    i.release = None
-    cur = _cupy_current(cupy, dev)
-    i.cur = cur
-    i.stream = cur if stream is None else stream
-    if i.stream != cur:
-        _cuda.wait(dev, i.stream, cur)
-    return i
+    return _on_stream(i, stream, _cupy_current(cupy, dev))
 
 
 def _dlpack_stream(s):

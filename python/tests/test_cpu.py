@@ -461,26 +461,20 @@ class FakeTorch:
         return p
 
 
-class TestTorchPaths(unittest.TestCase):
-    """The torch fast path and the general path make the same C call, and every 0-d result
-    gets a slot of its own (the slabs), checked with a fake torch and a recorded C call."""
+class RecordedCalls(unittest.TestCase):
+    """A fake framework in sys.modules, a context for device 0, and gs_reduce recorded in
+    self.calls instead of made: ("fast", args...) from reduce()'s fast path, ("general",
+    args...) from the general path. Subclasses say which module and state to patch."""
+
+    def framework(self):
+        raise NotImplementedError
 
     def setUp(self):
-        self.fake = FakeTorch()
         self.calls = []
-        ctx = _lib.ctx_p()
         self.patches = [
-            mock.patch.dict(sys.modules, {"torch": self.fake.torch}),
-            mock.patch.dict(_core._contexts, {0: ctx}, clear=True),
+            mock.patch.dict(_core._contexts, {0: _lib.ctx_p()}, clear=True),
             mock.patch.object(_core, "_gs_reduce", lambda *a: self.calls.append(("fast",) + a[1:]) or 0),
-            mock.patch.object(_core, "_slabs", {}),
-            mock.patch.object(_core, "_torch_dtypes", None),
-            mock.patch.object(_core, "_torch_fast", None),
-            mock.patch.object(_core, "_torch_tensor", None),
-            mock.patch.object(_core, "_torch_raw_stream", None),
-        ]
-        for p in self.patches:
-            p.start()
+        ] + self.framework()
         lib = _lib.load()
 
         class Lib:  # the general path's lib: only gs_reduce recorded
@@ -490,13 +484,24 @@ class TestTorchPaths(unittest.TestCase):
             def gs_reduce(_, *a):
                 self.calls.append(("general",) + a[1:])
                 return 0
-        self.lib = Lib()
-        self.patches.append(mock.patch.object(_lib, "load", lambda: self.lib))
-        self.patches[-1].start()
+        self.patches.append(mock.patch.object(_lib, "load", lambda: Lib()))
+        for p in self.patches:
+            p.start()
 
     def tearDown(self):
         for p in reversed(self.patches):
             p.stop()
+
+
+class TestTorchPaths(RecordedCalls):
+    """The torch fast path and the general path make the same C call, and every 0-d result
+    gets a slot of its own (the slabs), checked with a fake torch and a recorded C call."""
+
+    def framework(self):
+        self.fake = FakeTorch()
+        return [mock.patch.dict(sys.modules, {"torch": self.fake.torch}), mock.patch.object(_core, "_slabs", {})] + \
+            [mock.patch.object(_core, name, None) for name in
+             ("_torch_dtypes", "_torch_fast", "_torch_tensor", "_torch_raw_stream")]
 
     def test_same_call_both_paths(self):
         t = self.fake.torch
@@ -612,38 +617,14 @@ class FakeCupy:
         self.cupy = cupy
 
 
-class TestCupyPaths(unittest.TestCase):
+class TestCupyPaths(RecordedCalls):
     """The CuPy fast path and the general path make the same C call; 0-d results are views
     of slabs, a slot never handed out twice (a fake CuPy and a recorded C call)."""
 
-    def setUp(self):
+    def framework(self):
         self.fake = FakeCupy()
-        self.calls = []
-        self.patches = [
-            mock.patch.dict(sys.modules, {"cupy": self.fake.cupy}),
-            mock.patch.dict(_core._contexts, {0: _lib.ctx_p()}, clear=True),
-            mock.patch.object(_core, "_gs_reduce", lambda *a: self.calls.append(("fast",) + a[1:]) or 0),
-            mock.patch.object(_core, "_cupy_slabs", {}),
-            mock.patch.object(_core, "_cupy_fast", None),
-            mock.patch.object(_core, "_cupy_ndarray", None),
-        ]
-        for p in self.patches:
-            p.start()
-        lib = _lib.load()
-
-        class Lib:
-            def __getattr__(_, name):
-                return getattr(lib, name)
-
-            def gs_reduce(_, *a):
-                self.calls.append(("general",) + a[1:])
-                return 0
-        self.patches.append(mock.patch.object(_lib, "load", lambda: Lib()))
-        self.patches[-1].start()
-
-    def tearDown(self):
-        for p in reversed(self.patches):
-            p.stop()
+        return [mock.patch.dict(sys.modules, {"cupy": self.fake.cupy}), mock.patch.object(_core, "_cupy_slabs", {})] + \
+            [mock.patch.object(_core, name, None) for name in ("_cupy_fast", "_cupy_ndarray")]
 
     def test_paths_and_slots(self):
         c = self.fake.cupy

@@ -334,14 +334,9 @@ class TestTorch(Base):
         ok(2)
 
     def test_current_stream(self):
-        # A non-blocking stream: the legacy default stream does not wait for it, so a kernel
-        # put on any other stream would read x before the fill.
         s = torch.cuda.Stream()
-        x = torch.zeros(1 << 22, dtype=torch.float32, device="cuda")
-        torch.cuda.synchronize()
+        x = late_fill(torch.zeros(1 << 22, dtype=torch.float32, device="cuda"), 3.0, s)
         with torch.cuda.stream(s):
-            torch.cuda._sleep(20_000_000)
-            x.fill_(3.0)
             r = gridsync.reduce(x)
         s.synchronize()
         self.assertEqual(r.item(), 3.0 * (1 << 22))
@@ -349,11 +344,8 @@ class TestTorch(Base):
 
     def test_explicit_stream_waits_for_producer(self):
         s1, s2 = torch.cuda.Stream(), torch.cuda.Stream()
-        x = torch.zeros(1 << 22, dtype=torch.int32, device="cuda")
-        torch.cuda.synchronize()
+        x = late_fill(torch.zeros(1 << 22, dtype=torch.int32, device="cuda"), 2, s1)
         with torch.cuda.stream(s1):
-            torch.cuda._sleep(20_000_000)
-            x.fill_(2)
             r = gridsync.reduce(x, stream=s2)  # x's producer is s1: s2 must wait for it
         s2.synchronize()
         self.assertEqual(r.item(), 2 << 22)
@@ -361,11 +353,8 @@ class TestTorch(Base):
 
     def test_cuda_array_interface_and_dlpack(self):
         s = torch.cuda.Stream()
-        x = torch.zeros(1 << 20, dtype=torch.int64, device="cuda")
-        torch.cuda.synchronize()
+        x = late_fill(torch.zeros(1 << 20, dtype=torch.int64, device="cuda"), 5, s)
         with torch.cuda.stream(s):
-            torch.cuda._sleep(20_000_000)
-            x.fill_(5)
             # DLPack: gridsync's stream (legacy default) is handed to torch, which orders it.
             r1 = gridsync.reduce(DLPackOnly(x))
         self.assertIsInstance(r1, gridsync.DeviceBuffer)
@@ -509,6 +498,17 @@ def bits_of(t):
     return t.view({1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]).item()
 
 
+def late_fill(x, value, stream):
+    """x, filled with value on the torch stream `stream` behind a sleep kernel. torch's streams
+    are non-blocking (the legacy default stream does not wait for them), so a kernel queued on
+    any stream not ordered after `stream` reads x before the fill."""
+    torch.cuda.synchronize()
+    with torch.cuda.stream(stream):
+        torch.cuda._sleep(20_000_000)
+        x.fill_(value)
+    return x
+
+
 class DLPackOnly:
     def __init__(self, x):
         self.x = x
@@ -532,11 +532,8 @@ class TestCupy(Base):
 
     def test_current_stream(self):
         s = cupy.cuda.Stream(non_blocking=True)
-        x = cupy.zeros(1 << 22, dtype=cupy.float64)
-        cupy.cuda.Device().synchronize()
+        x = cupy_late_fill(cupy.zeros(1 << 22, dtype=cupy.float64), 1.5, s)
         with s:
-            _sleep_on(s.ptr)
-            x.fill(1.5)
             r = gridsync.reduce(x)
         s.synchronize()
         self.assertIsInstance(r, cupy.ndarray)
@@ -546,11 +543,8 @@ class TestCupy(Base):
     def test_explicit_stream(self):
         s1 = cupy.cuda.Stream(non_blocking=True)
         s2 = cupy.cuda.Stream(non_blocking=True)
-        x = cupy.zeros(1 << 22, dtype=cupy.uint32)
-        cupy.cuda.Device().synchronize()
+        x = cupy_late_fill(cupy.zeros(1 << 22, dtype=cupy.uint32), 7, s1)
         with s1:
-            _sleep_on(s1.ptr)
-            x.fill(7)
             r = gridsync.reduce(x, "sum", stream=s2)
         s2.synchronize()
         self.assertEqual(int(r), 7 << 22)
@@ -560,11 +554,8 @@ class TestCupy(Base):
         # CuPy's __cuda_array_interface__ names its current stream; gridsync (on the legacy
         # default stream here) must wait for it.
         s = cupy.cuda.Stream(non_blocking=True)
-        x = cupy.zeros(1 << 22, dtype=cupy.int32)
-        cupy.cuda.Device().synchronize()
+        x = cupy_late_fill(cupy.zeros(1 << 22, dtype=cupy.int32), 3, s)
         with s:
-            _sleep_on(s.ptr)
-            x.fill(3)
             wrapped = CAIOnly(x)
         self.assertEqual(wrapped.__cuda_array_interface__.get("stream"), s.ptr)
         r = gridsync.reduce(wrapped)
@@ -593,10 +584,15 @@ class TestCupy(Base):
         ok(2)
 
 
-def _sleep_on(stream_ptr):
-    # CuPy has no sleep kernel: torch's, on the same raw stream.
-    with torch.cuda.stream(torch.cuda.ExternalStream(stream_ptr)):
+def cupy_late_fill(x, value, stream):
+    """late_fill for a CuPy array on a non-blocking cupy.cuda.Stream (CuPy has no sleep
+    kernel: torch's, on the same raw stream)."""
+    cupy.cuda.Device().synchronize()
+    with torch.cuda.stream(torch.cuda.ExternalStream(stream.ptr)):
         torch.cuda._sleep(20_000_000)
+    with stream:
+        x.fill(value)
+    return x
 
 
 def main():
