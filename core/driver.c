@@ -24,7 +24,8 @@ static gs_status load_failed(gs_status status, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(g_message, sizeof g_message, fmt, ap);
     va_end(ap);
-    gs_trace("driver: %s", g_message);
+    /* Not traced here: each call that meets the failure sets it as its error, which
+     * GRIDSYNC_DEBUG traces once per call. */
     return status;
 }
 
