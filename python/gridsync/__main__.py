@@ -14,7 +14,7 @@ EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_NO_DRIVER, EXIT_NO_DEVICE = 0, 1, 2, 3, 4
 
 
 def _report(lib, what, st):
-    """The command's words for a failing call (tools/gridsync.c: report_gs)."""
+    """The command's words for a failing call (tools/cli.c: report_gs)."""
     msg = _lib.last_error_message(lib)
     if st == _lib.Status.ERROR_NO_DRIVER:
         prefix = "no CUDA driver: "
