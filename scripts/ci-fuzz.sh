@@ -71,7 +71,7 @@ echo "== building in $build ($CC, CUDA headers in $CUDA_INC)"
 fake=$build/fake
 rm -rf "$fake" "$build/obj" "$build/gridsync" "$build/configured"
 mkdir -p "$fake" "$build/obj" "$build/gridsync" "$build/configured"
-inc="-I$root/api -I$root/core -isystem $CUDA_INC"
+inc="-I$root/api -I$root/internal -I$root/core -isystem $CUDA_INC"
 warn="-Wall -Wextra -Wno-unused-parameter"
 version=$(sed -n "s/^ *version: *'\([^']*\)'.*/\1/p" "$root/meson.build" | head -1)
 
