@@ -52,10 +52,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    fuzz_clean_environment();
-    setenv("FAKE_CUDA_DEVICES", "2", 1);
+    fuzz_setup(&drv);
     setenv("GRIDSYNC_BACKEND", FUZZ_FAKE_DIR "/gridsync-fake_good.so", 1);
-    fuzz_load_driver(&drv);
     if (drv.init(0) != CUDA_SUCCESS)
         abort();
     CUcontext popped;
@@ -122,19 +120,21 @@ static gs_stream take_stream(fuzz_input *in)
     }
 }
 
-/* Whether [p, p + bytes) lies in one allocation the driver knows (what gridsync must have
- * found before it accepted the call). */
+/* Whether [p, p + bytes) lies in one allocation the driver knows: what gridsync must have
+ * found before it accepted the call, asked of the driver here independently of the core. */
 static int device_range(uintptr_t p, uint64_t bytes)
 {
-    CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
-                                   CU_POINTER_ATTRIBUTE_RANGE_SIZE};
-    unsigned int type = 0;
-    CUdeviceptr start = 0;
-    size_t size = 0;
-    void *data[] = {&type, &start, &size};
-    if (drv.pointer_attributes(3, attrs, data, (CUdeviceptr)p) != CUDA_SUCCESS || type == 0)
+    static CUpointer_attribute attrs[3] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                           CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+    struct {
+        unsigned int type;
+        CUdeviceptr start;
+        size_t size;
+    } range = {0, 0, 0};
+    void *data[3] = {&range.type, &range.start, &range.size};
+    if (drv.pointer_attributes(3, attrs, data, (CUdeviceptr)p) != CUDA_SUCCESS || range.type == 0)
         return 0;
-    return p >= start && bytes <= size && p - start <= size - bytes;
+    return p >= range.start && bytes <= range.size && p - range.start <= range.size - bytes;
 }
 
 static int default_out(int dtype, int op)

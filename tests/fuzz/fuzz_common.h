@@ -1,7 +1,8 @@
 /*
  * What the libFuzzer harnesses share: reading typed values off the fuzz input, loading
  * the fake CUDA driver (tests/fake/fake_cuda.c) into the process, and a check that aborts
- * (so libFuzzer keeps the input that broke a property, as it does for a crash).
+ * (so libFuzzer keeps the input that broke a property, as it does for a crash). Files and
+ * the environment are set up with tests/fake/sandbox.h, as the loader suite does.
  *
  * FUZZ_FAKE_DIR (set by scripts/ci-fuzz.sh) is the directory holding the fake driver as
  * libcuda.so.1 and the fake backends as gridsync-fake_<variant>.so.
@@ -20,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../fake/sandbox.h"
 #include "gridsync.h"
 
 #ifndef FUZZ_FAKE_DIR
@@ -128,16 +130,13 @@ static inline void fuzz_load_driver(fuzz_driver *d)
 #undef FUZZ_RESOLVE
 }
 
-/* The environment the fakes read, cleared so a developer's shell cannot change a run. */
-static inline void fuzz_clean_environment(void)
+/* What both harnesses start with: an environment a developer's shell cannot change, two
+ * fake devices, and the fake driver loaded. */
+static inline void fuzz_setup(fuzz_driver *d)
 {
-    static const char *const vars[] = {
-        "GRIDSYNC_BACKEND", "GRIDSYNC_BACKEND_PATH", "GRIDSYNC_DEBUG", "FAKE_CUDA_DEVICES", "FAKE_CUDA_CC",
-        "FAKE_CUDA_SMS", "FAKE_CUDA_VERSION", "FAKE_CUDA_INIT_ERROR", "FAKE_CUDA_NO_BINARY", "FAKE_CUDA_MISSING",
-        "FAKE_CUDA_FAIL", "FAKE_CUDA_LOG", "FAKE_BACKEND_LOG", "FAKE_BACKEND_WORKSPACE",
-    };
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
-        unsetenv(vars[i]);
+    sandbox_clean_environment();
+    setenv("FAKE_CUDA_DEVICES", "2", 1);
+    fuzz_load_driver(d);
 }
 
 /* The thread's detail message is always a NUL-terminated string of bounded length. */

@@ -35,11 +35,8 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "fuzz_common.h"
 
@@ -53,32 +50,15 @@ static fuzz_driver drv;
 static char sandbox[PATH_MAX];
 static char next_to_lib[PATH_MAX];
 
-static void copy_file(const char *from, const char *to, size_t limit)
-{
-    int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (in < 0 || out < 0) {
-        fprintf(stderr, "copy %s to %s: %s\n", from, to, strerror(errno));
-        abort();
-    }
-    char buf[65536];
-    ssize_t n;
-    size_t done = 0;
-    while (done < limit && (n = read(in, buf, sizeof buf)) > 0) {
-        size_t k = (size_t)n < limit - done ? (size_t)n : limit - done;
-        if (write(out, buf, k) != (ssize_t)k)
-            abort();
-        done += k;
-    }
-    close(in);
-    close(out);
-}
-
 static void put(const char *rel, const char *variant, size_t limit)
 {
     char from[PATH_MAX], to[PATH_MAX];
     snprintf(from, sizeof from, "%s/gridsync-%s.so", FUZZ_FAKE_DIR, variant);
     snprintf(to, sizeof to, "%s/%s", sandbox, rel);
-    copy_file(from, to, limit);
+    if (sandbox_copy(from, to, limit, 0644) != 0) {
+        fprintf(stderr, "copy %s to %s: %s\n", from, to, strerror(errno));
+        abort();
+    }
 }
 
 static void write_text(const char *rel, const char *text)
@@ -100,25 +80,11 @@ static void make_dir(const char *rel)
         abort();
 }
 
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
-static void remove_sandbox(void)
-{
-    nftw(sandbox, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
+static void remove_sandbox(void) { sandbox_remove(sandbox); }
 
 static void make_sandbox(void)
 {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(sandbox, sizeof sandbox, "%s/gridsync-fuzz-env-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(sandbox))
+    if (sandbox_make(sandbox, sizeof sandbox, "gridsync-fuzz-env") != 0)
         abort();
     atexit(remove_sandbox);
     make_dir("good");
@@ -163,15 +129,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    fuzz_clean_environment();
-    setenv("FAKE_CUDA_DEVICES", "2", 1);
-    fuzz_load_driver(&drv);
+    fuzz_setup(&drv);
     make_sandbox();
     char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0)
+    if (sandbox_self(exe, sizeof exe) != 0)
         abort();
-    exe[n] = '\0';
     *strrchr(exe, '/') = '\0';
     snprintf(next_to_lib, sizeof next_to_lib, "%s/gridsync/", exe);
     return 0;

@@ -35,8 +35,6 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <pwd.h>
 #include <stdarg.h>
@@ -50,6 +48,7 @@
 #include <unistd.h>
 
 #include "gridsync.h"
+#include "sandbox.h"
 
 #define SKIP 77
 
@@ -143,57 +142,19 @@ static int probe(const char *dir)
 
 static int copy_file(const char *from, const char *to, mode_t mode)
 {
-    int in = open(from, O_RDONLY | O_CLOEXEC);
-    if (in < 0) {
-        fail("open %s: %s", from, strerror(errno));
-        return -1;
-    }
-    int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (out < 0) {
-        fail("create %s: %s", to, strerror(errno));
-        close(in);
-        return -1;
-    }
-    char buf[65536];
-    ssize_t n;
-    int rc = 0;
-    while ((n = read(in, buf, sizeof buf)) > 0)
-        if (write(out, buf, (size_t)n) != n) {
-            rc = -1;
-            break;
-        }
-    if (n < 0)
-        rc = -1;
-    close(in);
-    if (close(out) != 0)
-        rc = -1;
-    if (rc == 0 && chmod(to, mode) != 0)
-        rc = -1;
-    if (rc != 0)
-        fail("copy %s to %s: %s", from, to, strerror(errno));
-    return rc;
+    if (sandbox_copy(from, to, SIZE_MAX, mode) == 0)
+        return 0;
+    fail("copy %s to %s: %s", from, to, strerror(errno));
+    return -1;
 }
 
 static char *slurp_fd(int fd)
 {
-    size_t cap = 4096, len = 0;
-    char *s = malloc(cap);
-    ssize_t n;
-    lseek(fd, 0, SEEK_SET);
-    while (s && (n = read(fd, s + len, cap - len - 1)) > 0) {
-        len += (size_t)n;
-        if (cap - len < 2) {
-            char *bigger = realloc(s, cap *= 2);
-            if (!bigger)
-                free(s);
-            s = bigger;
-        }
-    }
+    char *s = sandbox_read_fd(fd);
     if (!s) {
         fprintf(stderr, "out of memory\n");
         exit(1);
     }
-    s[len] = '\0';
     return s;
 }
 
@@ -265,15 +226,6 @@ static void show(const char *what, const result *r)
     fprintf(stderr, "--- %s: exit %d\n--- stdout:\n%s--- stderr:\n%s---\n", what, r->exit_code, r->out, r->err);
 }
 
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
 /* A directory everyone may enter, holding the setuid copy and the libraries; "" when
  * none of the candidates gives a secure-mode process. */
 static int prepare(char *dir, size_t len, const char *base, const char *self, const char *libgridsync,
@@ -284,33 +236,40 @@ static int prepare(char *dir, size_t len, const char *base, const char *self, co
         return -1;
     char path[PATH_MAX];
     int rc = chmod(dir, 0755);
-    snprintf(path, sizeof path, "%s/backends", dir);
-    rc |= mkdir(path, 0755);
     int saved = failures;
+    const char *const from[] = {libgridsync, libcuda, backend, self};
     /* The copies are root's and read-only for others: nobody may read them, not replace them. */
-    snprintf(path, sizeof path, "%s/libgridsync.so.1", dir);
-    rc |= copy_file(libgridsync, path, 0644);
-    snprintf(path, sizeof path, "%s/libcuda.so.1", dir);
-    rc |= copy_file(libcuda, path, 0644);
-    snprintf(path, sizeof path, "%s/gridsync-fake_good.so", dir);
-    rc |= copy_file(backend, path, 0644);
-    /* Next to libgridsync, where it looks without any variable: the baseline finds it. */
-    snprintf(path, sizeof path, "%s/gridsync", dir);
-    rc |= mkdir(path, 0755);
-    snprintf(path, sizeof path, "%s/gridsync/gridsync-cuda_sm11_compat.so", dir);
-    rc |= copy_file(backend, path, 0644);
-    /* The same fake under the preferred backend's name, for GRIDSYNC_BACKEND_PATH. */
-    snprintf(path, sizeof path, "%s/backends/gridsync-cuda_sm20.so", dir);
-    rc |= copy_file(backend, path, 0644);
-    snprintf(path, sizeof path, "%s/probe", dir);
-    rc |= copy_file(self, path, 0755);
+    static const struct {
+        const char *to;
+        int from;
+        mode_t mode;
+    } copies[] = {
+        {"libgridsync.so.1", 0, 0644},
+        {"libcuda.so.1", 1, 0644},
+        {"gridsync-fake_good.so", 2, 0644},
+        /* Next to libgridsync, where it looks without any variable: the baseline finds it. */
+        {"gridsync/gridsync-cuda_sm11_compat.so", 2, 0644},
+        /* The same fake under the preferred backend's name, for GRIDSYNC_BACKEND_PATH. */
+        {"backends/gridsync-cuda_sm20.so", 2, 0644},
+        {"probe", 3, 0755},
+    };
+    static const char *const subdirs[] = {"backends", "gridsync"};
+    for (size_t i = 0; i < sizeof subdirs / sizeof subdirs[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, subdirs[i]);
+        rc |= mkdir(path, 0755);
+    }
+    for (size_t i = 0; i < sizeof copies / sizeof copies[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, copies[i].to);
+        rc |= copy_file(from[copies[i].from], path, copies[i].mode);
+    }
     /* chown clears the set-user-ID bit, so the mode comes after it. */
+    snprintf(path, sizeof path, "%s/probe", dir);
     if (rc == 0 && (chown(path, nobody, (gid_t)-1) != 0 || chmod(path, 04755) != 0)) {
         fail("chown/chmod %s: %s", path, strerror(errno));
         rc = -1;
     }
     if (rc != 0) {
-        nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        sandbox_remove(dir);
         failures = saved; /* a candidate that does not work is not a failure yet */
         return -1;
     }
@@ -336,12 +295,10 @@ int main(int argc, char **argv)
     }
     uid_t nobody = pw->pw_uid;
     char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0) {
+    if (sandbox_self(self, sizeof self) != 0) {
         fprintf(stderr, "readlink /proc/self/exe: %s\n", strerror(errno));
         return 1;
     }
-    self[n] = '\0';
     char libs[3][PATH_MAX];
     for (int i = 0; i < 3; i++)
         if (!realpath(argv[i + 1], libs[i])) {
@@ -370,7 +327,7 @@ int main(int argc, char **argv)
         free_result(&r);
         if (secure)
             break;
-        nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        sandbox_remove(dir);
         dir[0] = '\0';
     }
     if (!dir[0]) {
@@ -458,7 +415,7 @@ int main(int argc, char **argv)
     if (keep && *keep && strcmp(keep, "0") != 0)
         fprintf(stderr, "kept %s\n", dir);
     else
-        nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        sandbox_remove(dir);
     if (failures)
         fprintf(stderr, "%d check%s failed\n", failures, failures == 1 ? "" : "s");
     return failures ? 1 : 0;
