@@ -143,32 +143,31 @@ static const struct {
     {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
 
-static CUresult fake_cuGetErrorName(CUresult error, const char **str)
+/* The name (or the description) of `error`; NULL and CUDA_ERROR_INVALID_VALUE for a value
+ * the driver does not know, as the real one answers. */
+static CUresult error_words(CUresult error, const char **str, int description)
 {
-    FAKE_ENTER("cuGetErrorName", " %d", (int)error);
     if (!str)
         return CUDA_ERROR_INVALID_VALUE;
     for (size_t i = 0; i < sizeof g_errors / sizeof g_errors[0]; i++)
         if (g_errors[i].rc == error) {
-            *str = g_errors[i].name;
+            *str = description ? g_errors[i].text : g_errors[i].name;
             return CUDA_SUCCESS;
         }
-    *str = NULL; /* what the real driver does for a value it does not know */
+    *str = NULL;
     return CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult fake_cuGetErrorName(CUresult error, const char **str)
+{
+    FAKE_ENTER("cuGetErrorName", " %d", (int)error);
+    return error_words(error, str, 0);
 }
 
 static CUresult fake_cuGetErrorString(CUresult error, const char **str)
 {
     FAKE_ENTER("cuGetErrorString", " %d", (int)error);
-    if (!str)
-        return CUDA_ERROR_INVALID_VALUE;
-    for (size_t i = 0; i < sizeof g_errors / sizeof g_errors[0]; i++)
-        if (g_errors[i].rc == error) {
-            *str = g_errors[i].text;
-            return CUDA_SUCCESS;
-        }
-    *str = NULL;
-    return CUDA_ERROR_INVALID_VALUE;
+    return error_words(error, str, 1);
 }
 
 /* ---- init and devices ----------------------------------------------------------------- */
@@ -213,15 +212,20 @@ static CUresult check_device(CUdevice dev)
     return CUDA_SUCCESS;
 }
 
+/* What a query of the driver's state answers before writing to `out`: the driver's order
+ * of checks (initialised first, then the pointer). */
+static CUresult query_ok(const void *out)
+{
+    return !g_initialized ? CUDA_ERROR_NOT_INITIALIZED : !out ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
 static CUresult fake_cuDeviceGetCount(int *count)
 {
     FAKE_ENTER("cuDeviceGetCount", "");
-    if (!g_initialized)
-        return CUDA_ERROR_NOT_INITIALIZED;
-    if (!count)
-        return CUDA_ERROR_INVALID_VALUE;
-    *count = device_count();
-    return CUDA_SUCCESS;
+    CUresult rc = query_ok(count);
+    if (rc == CUDA_SUCCESS)
+        *count = device_count();
+    return rc;
 }
 
 static CUresult fake_cuDeviceGet(CUdevice *dev, int ordinal)
@@ -345,12 +349,10 @@ static CUresult fake_cuDevicePrimaryCtxRelease(CUdevice dev)
 static CUresult fake_cuCtxGetCurrent(CUcontext *pctx)
 {
     FAKE_ENTER("cuCtxGetCurrent", "");
-    if (!g_initialized)
-        return CUDA_ERROR_NOT_INITIALIZED;
-    if (!pctx)
-        return CUDA_ERROR_INVALID_VALUE;
-    *pctx = (CUcontext)(void *)current_ctx();
-    return CUDA_SUCCESS;
+    CUresult rc = query_ok(pctx);
+    if (rc == CUDA_SUCCESS)
+        *pctx = (CUcontext)(void *)current_ctx();
+    return rc;
 }
 
 static CUresult fake_cuCtxGetDevice(CUdevice *dev)
@@ -589,53 +591,53 @@ static CUresult fake_cuStreamSynchronize(CUstream s)
     return rc;
 }
 
+/* A query about stream `s` that writes to `out`: its context and id, or why not. */
+static CUresult stream_query(CUstream s, const void *out, fake_ctx **ctx, unsigned long long *id)
+{
+    unsigned long long ignored;
+    return out ? resolve_stream(s, ctx, id ? id : &ignored) : CUDA_ERROR_INVALID_VALUE;
+}
+
 static CUresult fake_cuStreamGetId(CUstream s, unsigned long long *id)
 {
     FAKE_ENTER("cuStreamGetId", " %p", (void *)s);
-    if (!id)
-        return CUDA_ERROR_INVALID_VALUE;
     fake_ctx *c;
-    return resolve_stream(s, &c, id);
+    return stream_query(s, id, &c, id);
 }
 
 static CUresult fake_cuStreamGetCtx(CUstream s, CUcontext *pctx)
 {
     FAKE_ENTER("cuStreamGetCtx", "");
-    if (!pctx)
-        return CUDA_ERROR_INVALID_VALUE;
     fake_ctx *c;
-    unsigned long long id;
-    CUresult rc = resolve_stream(s, &c, &id);
+    CUresult rc = stream_query(s, pctx, &c, NULL);
     if (rc == CUDA_SUCCESS)
         *pctx = (CUcontext)(void *)c;
+    return rc;
+}
+
+/* The fake never captures: every stream of a live context is not capturing. */
+static CUresult not_capturing(CUstream s, CUstreamCaptureStatus *status)
+{
+    fake_ctx *c;
+    CUresult rc = stream_query(s, status, &c, NULL);
+    if (rc == CUDA_SUCCESS)
+        *status = CU_STREAM_CAPTURE_STATUS_NONE;
     return rc;
 }
 
 static CUresult fake_cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *status)
 {
     FAKE_ENTER("cuStreamIsCapturing", "");
-    if (!status)
-        return CUDA_ERROR_INVALID_VALUE;
-    fake_ctx *c;
-    unsigned long long id;
-    CUresult rc = resolve_stream(s, &c, &id);
-    if (rc == CUDA_SUCCESS)
-        *status = CU_STREAM_CAPTURE_STATUS_NONE; /* the fake never captures */
-    return rc;
+    return not_capturing(s, status);
 }
 
 static CUresult fake_cuStreamGetCaptureInfo(CUstream s, CUstreamCaptureStatus *status, cuuint64_t *id_out,
                                             CUgraph *graph, const CUgraphNode **deps, size_t *ndeps)
 {
     FAKE_ENTER("cuStreamGetCaptureInfo", "");
-    if (!status)
-        return CUDA_ERROR_INVALID_VALUE;
-    fake_ctx *c;
-    unsigned long long id;
-    CUresult rc = resolve_stream(s, &c, &id);
+    CUresult rc = not_capturing(s, status);
     if (rc != CUDA_SUCCESS)
         return rc;
-    *status = CU_STREAM_CAPTURE_STATUS_NONE; /* the fake never captures */
     if (id_out)
         *id_out = 0;
     if (graph)
