@@ -5,12 +5,13 @@
  *
  *   cc -O2 -o time-context-create scripts/time-context-create.c \
  *      $(pkg-config --cflags --libs gridsync) -I<cuda>/include -ldl
- *   GRIDSYNC_BACKEND=/path/to/gridsync-cuda_sm20.so ./time-context-create
+ *   GRIDSYNC_BACKEND=/path/to/gridsync-cuda_sm20.so ./time-context-create [cold]
  *
  * The driver is initialised and device 0's primary context made active first, outside the
  * timed region, so the time is the backend's part: loading the .so, loading its fatbin
  * (decompressing it, or compiling PTX when the fatbin has no SASS for this GPU) and looking
- * up its kernels. Prints one line: the backend chosen and the milliseconds. Run it in a
+ * up its kernels. With `cold`, nothing is set up first: the time is a program's very
+ * first call, the driver's initialisation and the primary context's creation included. Prints one line: the backend chosen and the milliseconds. Run it in a
  * fresh process per sample; with CUDA_CACHE_DISABLE=1 PTX is compiled every time, without
  * it only until the driver's cache holds the result.
  *
@@ -21,10 +22,12 @@
 #include <dlfcn.h>
 #include <gridsync/gridsync.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
-int main(void)
+int main(int argc, char **argv)
 {
+    int cold = argc > 1 && strcmp(argv[1], "cold") == 0;
     /* The driver's own entry points, for the untimed set-up only (gridsync loads its own). */
     void *lib = dlopen("libcuda.so.1", RTLD_NOW);
     if (!lib) {
@@ -36,11 +39,11 @@ int main(void)
     CUresult (*retain)(CUcontext *, CUdevice) = (CUresult(*)(CUcontext *, CUdevice))dlsym(lib, "cuDevicePrimaryCtxRetain");
     CUdevice dev;
     CUcontext primary;
-    if (!init || !get || !retain || init(0) != CUDA_SUCCESS || get(&dev, 0) != CUDA_SUCCESS) {
+    if (!init || !get || !retain || (!cold && (init(0) != CUDA_SUCCESS || get(&dev, 0) != CUDA_SUCCESS))) {
         printf("time-context-create: no CUDA device\n");
         return 77;
     }
-    if (retain(&primary, dev) != CUDA_SUCCESS) {
+    if (!cold && retain(&primary, dev) != CUDA_SUCCESS) {
         fprintf(stderr, "time-context-create: cuDevicePrimaryCtxRetain failed\n");
         return 1;
     }
