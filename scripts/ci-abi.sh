@@ -40,30 +40,10 @@ case "${1:-}" in
 esac
 start=$(date +%s)
 
-as_root() {
-    if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
-}
-
-# ---- tools ---------------------------------------------------------------------------
-missing=
-command -v meson >/dev/null 2>&1 || missing="$missing meson"
-command -v ninja >/dev/null 2>&1 || missing="$missing ninja-build"
-command -v cc >/dev/null 2>&1 || missing="$missing gcc"
-command -v python3 >/dev/null 2>&1 || missing="$missing python3"
-command -v abidiff >/dev/null 2>&1 || missing="$missing abigail-tools"
-if [ -n "$missing" ]; then
-    echo "== installing:$missing"
-    as_root apt-get update -qq
-    # shellcheck disable=SC2086
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
-fi
-if ! command -v nvcc >/dev/null 2>&1; then
-    for d in /usr/local/bin /usr/local/cuda/bin; do
-        [ -x "$d/nvcc" ] && PATH=$d:$PATH && break
-    done
-fi
-command -v nvcc >/dev/null 2>&1 || { echo "nvcc not found: install the CUDA toolkit" >&2; exit 1; }
-export PATH
+# shellcheck source=scripts/ci-tools.sh
+. "$root/scripts/ci-tools.sh"
+need meson:meson ninja:ninja-build cc:gcc python3:python3 abidiff:abigail-tools
+need_nvcc
 
 # ---- build (debug info describes the types; the optimisation level does not matter) --
 echo "== building libgridsync and one backend in $build"

@@ -29,33 +29,16 @@ want() {
     return 1
 }
 
-as_root() {
-    if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
-}
-
 # ---- tools ---------------------------------------------------------------------------
-missing=
-command -v meson >/dev/null 2>&1 || missing="$missing meson"
-command -v ninja >/dev/null 2>&1 || missing="$missing ninja-build"
-command -v cc >/dev/null 2>&1 || missing="$missing gcc"
-command -v python3 >/dev/null 2>&1 || missing="$missing python3"
-want valgrind && { command -v valgrind >/dev/null 2>&1 || missing="$missing valgrind"; }
-if [ -n "$missing" ]; then
-    echo "== installing:$missing"
-    as_root apt-get update -qq
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing
-fi
-# nvcc: on PATH, else where the toolkit usually is (/usr/local/bin may hold a wrapper).
-if ! command -v nvcc >/dev/null 2>&1; then
-    for d in /usr/local/bin /usr/local/cuda/bin; do
-        [ -x "$d/nvcc" ] && PATH=$d:$PATH && break
-    done
-fi
-command -v nvcc >/dev/null 2>&1 || { echo "nvcc not found: install the CUDA toolkit" >&2; exit 1; }
-export PATH
+# shellcheck source=scripts/ci-tools.sh
+. "$root/scripts/ci-tools.sh"
+need meson:meson ninja:ninja-build cc:gcc python3:python3
+! want valgrind || need valgrind:valgrind
+need_nvcc
 
-# setup BUILD_DIR OPTIONS...: configures a build directory, reusing it when it exists.
-setup() {
+# build DIR OPTIONS...: configures DIR (reused when it exists) and builds it; on failure
+# says so with the end of the log.
+build() {
     dir=$1
     shift
     if [ -f "$dir/build.ninja" ]; then
@@ -64,6 +47,28 @@ setup() {
         rm -rf "$dir"
         meson setup "$dir" "$root" "$@" >"$dir.setup.log" 2>&1
     fi || { cat "$dir.setup.log" >&2; return 1; }
+    ninja -C "$dir" >"$dir.build.log" 2>&1 || {
+        echo "FAIL: the build in $dir; $dir.build.log ends:" >&2
+        tail -30 "$dir.build.log" >&2
+        return 1
+    }
+    echo "   built in $(($(date +%s) - t)) s"
+}
+
+# suites WHAT DIR [meson test options...]: the unit and loader suites of DIR; prints the
+# counts, or the failures (WHAT names the run) and returns 1.
+suites() {
+    what=$1 dir=$2
+    shift 2
+    if meson test -C "$dir" --no-rebuild --suite unit --suite loader --print-errorlogs \
+            --num-processes "$jobs" "$@" >"$dir.test.log" 2>&1; then
+        grep -E '^(Ok|Fail|Skipped|Timeout):' "$dir.test.log" | tr -s ' ' | tr '\n' ' '
+        echo
+        return 0
+    fi
+    echo "FAIL: the unit/loader suites under $what; from $dir.test.log:" >&2
+    sed -n '/^Summary of Failures/,$p' "$dir.test.log" >&2
+    return 1
 }
 
 status=0
@@ -73,31 +78,17 @@ if want asan; then
     t=$(date +%s)
     echo "== ASan+UBSan build in $san_build"
     # b_lundef=false: shared modules (backends, the fake driver) take the sanitizer
-    # runtime from the executable.
-    if setup "$san_build" -Dbuildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false \
-            -Dc_args=-fno-sanitize-recover=all -Dcuda-archs="$archs" &&
-        ninja -C "$san_build" >"$san_build.build.log" 2>&1; then
-        echo "   built in $(($(date +%s) - t)) s"
-        # detect_leaks: LeakSanitizer at every exit; halt_on_error: the first report fails
-        # the test (UBSan is fatal at compile time already).
-        if ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1 \
-           UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-           meson test -C "$san_build" --no-rebuild --suite unit --suite loader --print-errorlogs \
-                --num-processes "$jobs" >"$san_build.test.log" 2>&1; then
-            grep -E '^(Ok|Fail|Skipped|Timeout):' "$san_build.test.log" | tr -s ' ' | tr '\n' ' '
-            echo
-        else
-            status=1
-            echo "FAIL: the unit/loader suites under ASan+UBSan; from $san_build.test.log:" >&2
-            sed -n '/^Summary of Failures/,$p' "$san_build.test.log" >&2
-            # each report, from its first line to its SUMMARY line
-            awk '/ERROR: [A-Za-z]+Sanitizer|runtime error:/ { p = 1 } p { print } /^SUMMARY: / { p = 0 }' \
-                "$san_build/meson-logs/testlog.txt" | head -150 >&2 || true
-        fi
-    else
+    # runtime from the executable. detect_leaks: LeakSanitizer at every exit;
+    # halt_on_error: the first report fails the test (UBSan is fatal at compile time already).
+    if ! build "$san_build" -Dbuildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false \
+            -Dc_args=-fno-sanitize-recover=all -Dcuda-archs="$archs"; then
         status=1
-        echo "FAIL: the ASan+UBSan build; $san_build.build.log ends:" >&2
-        tail -30 "$san_build.build.log" >&2
+    elif ! ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1 \
+           UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 suites ASan+UBSan "$san_build"; then
+        status=1
+        # each report, from its first line to its SUMMARY line
+        awk '/ERROR: [A-Za-z]+Sanitizer|runtime error:/ { p = 1 } p { print } /^SUMMARY: / { p = 0 }' \
+            "$san_build/meson-logs/testlog.txt" | head -150 >&2 || true
     fi
     echo "   ASan+UBSan phase: $(($(date +%s) - t)) s"
 fi
@@ -106,32 +97,20 @@ fi
 if want valgrind; then
     t=$(date +%s)
     echo "== valgrind build in $vg_build"
-    if setup "$vg_build" -Dbuildtype=debugoptimized -Db_sanitize=none -Dcuda-archs="$archs" &&
-        ninja -C "$vg_build" >"$vg_build.build.log" 2>&1; then
-        echo "   built in $(($(date +%s) - t)) s"
-        # --trace-children: the loader suite runs every case in a re-executed child, the
-        # tool test runs the gridsync command from a shell script. Skipped: system programs
-        # (sh, grep, ...) and the setuid copy the secure test makes (valgrind would run it
-        # without its set-user-ID bit, so not in secure mode; that test then skips itself).
-        vg="valgrind --tool=memcheck --trace-children=yes"
-        vg="$vg --trace-children-skip=/bin/*,/usr/bin/*,/sbin/*,/usr/sbin/*,*/gridsync-secure-*/probe"
-        vg="$vg --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect"
-        vg="$vg --error-exitcode=1 --num-callers=30 --suppressions=$root/tests/valgrind.supp -q"
-        if meson test -C "$vg_build" --no-rebuild --suite unit --suite loader --print-errorlogs \
-                --num-processes "$jobs" --timeout-multiplier 10 --wrapper "$vg" >"$vg_build.test.log" 2>&1; then
-            grep -E '^(Ok|Fail|Skipped|Timeout):' "$vg_build.test.log" | tr -s ' ' | tr '\n' ' '
-            echo
-        else
-            status=1
-            echo "FAIL: the unit/loader suites under valgrind; from $vg_build.test.log:" >&2
-            sed -n '/^Summary of Failures/,$p' "$vg_build.test.log" >&2
-            grep -E '^==[0-9]+== ' "$vg_build/meson-logs/testlog-valgrind.txt" |
-                grep -v -E 'possibly lost|still reachable' | head -120 >&2 || true
-        fi
-    else
+    # --trace-children: the loader suite runs every case in a re-executed child, the
+    # tool test runs the gridsync command from a shell script. Skipped: system programs
+    # (sh, grep, ...) and the setuid copy the secure test makes (valgrind would run it
+    # without its set-user-ID bit, so not in secure mode; that test then skips itself).
+    vg="valgrind --tool=memcheck --trace-children=yes"
+    vg="$vg --trace-children-skip=/bin/*,/usr/bin/*,/sbin/*,/usr/sbin/*,*/gridsync-secure-*/probe"
+    vg="$vg --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect"
+    vg="$vg --error-exitcode=1 --num-callers=30 --suppressions=$root/tests/valgrind.supp -q"
+    if ! build "$vg_build" -Dbuildtype=debugoptimized -Db_sanitize=none -Dcuda-archs="$archs"; then
         status=1
-        echo "FAIL: the valgrind build; $vg_build.build.log ends:" >&2
-        tail -30 "$vg_build.build.log" >&2
+    elif ! suites valgrind "$vg_build" --timeout-multiplier 10 --wrapper "$vg"; then
+        status=1
+        grep -E '^==[0-9]+== ' "$vg_build/meson-logs/testlog-valgrind.txt" |
+            grep -v -E 'possibly lost|still reachable' | head -120 >&2 || true
     fi
     echo "   valgrind phase: $(($(date +%s) - t)) s"
 fi
