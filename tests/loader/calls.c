@@ -225,11 +225,11 @@ static int segmented_old_backend(void)
 }
 
 const test_case calls_cases[] = {
-    CASE("good-call-log", good_call_log, DRIVER_FAKE, USE_GOOD),
-    CASE("stream-other-context", stream_other_context, DRIVER_FAKE, "FAKE_CUDA_DEVICES=2", USE_GOOD),
-    CASE("context-info", context_info, DRIVER_FAKE, USE_GOOD),
-    CASE("pointer-checks", pointer_checks, DRIVER_FAKE, USE_GOOD),
-    CASE("unsupported-by-backend", unsupported_by_backend, DRIVER_FAKE, USE_GOOD),
-    CASE("segmented-old-backend", segmented_old_backend, DRIVER_FAKE, USE_GOOD),
+    CASE("good-call-log", good_call_log, USE_GOOD),
+    CASE("stream-other-context", stream_other_context, "FAKE_CUDA_DEVICES=2", USE_GOOD),
+    CASE("context-info", context_info, USE_GOOD),
+    CASE("pointer-checks", pointer_checks, USE_GOOD),
+    CASE("unsupported-by-backend", unsupported_by_backend, USE_GOOD),
+    CASE("segmented-old-backend", segmented_old_backend, USE_GOOD),
     END_OF_CASES,
 };

@@ -104,13 +104,13 @@ static int device_ordinal(void)
 }
 
 const test_case driver_cases[] = {
-    CASE("no-driver", no_driver, DRIVER_NONE, REAL_PATH),
+    CASE("no-driver", no_driver, NO_DRIVER, REAL_PATH),
     CASE_WITH("old-driver", unusable_driver, GS_ERROR_NO_DRIVER, "libcuda.so.1|cuGetProcAddress_v2|12.0",
-              DRIVER_TOO_OLD, REAL_PATH),
+              OLD_DRIVER, REAL_PATH),
     CASE_WITH("driver-lacks-function", unusable_driver, GS_ERROR_NO_DRIVER, "cuStreamGetId|libcuda.so.1",
-              DRIVER_FAKE, "FAKE_CUDA_MISSING=cuStreamGetId", REAL_PATH),
-    CASE("init-error", init_error, DRIVER_FAKE, "FAKE_CUDA_INIT_ERROR=999", "FAKE_CUDA_VERSION=12080", REAL_PATH),
-    CASE("no-device", no_device, DRIVER_FAKE, "FAKE_CUDA_DEVICES=0", REAL_PATH),
-    CASE("device-ordinal", device_ordinal, DRIVER_FAKE, "FAKE_CUDA_DEVICES=2", USE_GOOD),
+              "FAKE_CUDA_MISSING=cuStreamGetId", REAL_PATH),
+    CASE("init-error", init_error, "FAKE_CUDA_INIT_ERROR=999", "FAKE_CUDA_VERSION=12080", REAL_PATH),
+    CASE("no-device", no_device, "FAKE_CUDA_DEVICES=0", REAL_PATH),
+    CASE("device-ordinal", device_ordinal, "FAKE_CUDA_DEVICES=2", USE_GOOD),
     END_OF_CASES,
 };

@@ -119,9 +119,9 @@ static int forced_not_regular(void)
 }
 
 const test_case files_cases[] = {
-    CASE("forced-not-elf", forced_not_elf, DRIVER_FAKE, REAL_PATH),
-    CASE_WITH("forced-truncated-header", forced_truncated, STATUS_UNLOADABLE_FILE, "40", DRIVER_FAKE, REAL_PATH),
-    CASE_WITH("forced-truncated", forced_truncated, STATUS_UNLOADABLE_FILE, "half", DRIVER_FAKE, REAL_PATH),
-    CASE("forced-not-regular", forced_not_regular, DRIVER_FAKE, REAL_PATH),
+    CASE("forced-not-elf", forced_not_elf, REAL_PATH),
+    CASE_WITH("forced-truncated-header", forced_truncated, STATUS_UNLOADABLE_FILE, "40", REAL_PATH),
+    CASE_WITH("forced-truncated", forced_truncated, STATUS_UNLOADABLE_FILE, "half", REAL_PATH),
+    CASE("forced-not-regular", forced_not_regular, REAL_PATH),
     END_OF_CASES,
 };

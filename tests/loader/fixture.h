@@ -41,12 +41,9 @@
 
 /* ---- the case table ------------------------------------------------------------------- */
 
-typedef enum { DRIVER_FAKE, DRIVER_TOO_OLD, DRIVER_NONE } driver_kind;
-
 typedef struct test_case {
     const char *name;
-    driver_kind driver;  /* which libcuda.so.1 LD_LIBRARY_PATH finds, if any */
-    const char *env[6];  /* NAME=VALUE, on top of the clean environment */
+    const char *env[6]; /* NAME=VALUE, on top of the clean environment */
     int (*run)(void);
     /* Or, for one function that runs several cases, the function and its parameters. */
     int (*run_with)(const struct test_case *c);
@@ -56,16 +53,19 @@ typedef struct test_case {
 
 /*
  * One case a line: tests/loader/meson.build registers a test for every line of an area
- * file that begins with CASE( or CASE_WITH(, named by the line's first string. The tables
- * are the only list of the cases.
+ * file that begins with CASE, named by the line's first string. The tables are the only
+ * list of the cases.
  */
-#define CASE(name, fn, driver, ...) {name, driver, {__VA_ARGS__}, fn, NULL, GS_SUCCESS, NULL}
-#define CASE_WITH(name, fn, want, arg, driver, ...) {name, driver, {__VA_ARGS__}, NULL, fn, want, arg}
-#define END_OF_CASES {NULL, DRIVER_FAKE, {NULL}, NULL, NULL, GS_SUCCESS, NULL}
+#define CASE(name, fn, ...) {name, {__VA_ARGS__}, fn, NULL, GS_SUCCESS, NULL}
+#define CASE_WITH(name, fn, want, arg, ...) {name, {__VA_ARGS__}, NULL, fn, want, arg}
+#define END_OF_CASES {NULL, {NULL}, NULL, NULL, GS_SUCCESS, NULL}
 
-/* The environments cases ask for. */
+/* The environments cases ask for. The fake driver is libcuda.so.1 unless a case says
+ * otherwise: LD_LIBRARY_PATH names the directory it is found in. */
 #define NO_ENV NULL
-#define FORCE(variant) "GRIDSYNC_BACKEND=" FAKE_BACKEND_DIR "/gridsync-" variant ".so"
+#define NO_DRIVER "LD_LIBRARY_PATH=" /* empty: no directory at all */
+#define OLD_DRIVER "LD_LIBRARY_PATH=" FAKE_OLD_DRIVER_DIR
+#define FORCE(variant) "GRIDSYNC_BACKEND=" FAKE_BACKEND_DIR "/gridsync-" #variant ".so"
 #define USE_GOOD "GRIDSYNC_BACKEND=fake_good", "GRIDSYNC_BACKEND_PATH=" FAKE_BACKEND_DIR
 #define REAL_PATH "GRIDSYNC_BACKEND_PATH=" REAL_BACKEND_DIR
 #define FALLBACK_PATH "GRIDSYNC_BACKEND_PATH=" FAKE_FALLBACK_DIR

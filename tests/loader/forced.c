@@ -96,27 +96,27 @@ static int forced_relative_path(void)
 }
 
 const test_case forced_cases[] = {
+    /* A broken fake forced by path is refused with `want`, and the message says `arg` (the
+     * backend's own explanation, where it gives one). */
     CASE_WITH("forced-wrong-abi-major", forced_failure, GS_ERROR_BACKEND_ABI_MISMATCH, "ABI 2.0",
-              DRIVER_FAKE, FORCE("fake_wrong_abi_major")),
-    /* The backend's own explanation must reach the user. */
+              FORCE(fake_wrong_abi_major)),
     CASE_WITH("forced-entry-refuses", forced_failure, GS_ERROR_BACKEND_ABI_MISMATCH,
-              "built for backend ABI 2.0 only (on purpose)", DRIVER_FAKE, FORCE("fake_entry_refuses")),
+              "built for backend ABI 2.0 only (on purpose)", FORCE(fake_entry_refuses)),
     CASE_WITH("forced-no-entry", forced_failure, GS_ERROR_BACKEND_INCOMPLETE, "gridsync_backend_entry_v1",
-              DRIVER_FAKE, FORCE("fake_no_entry")),
+              FORCE(fake_no_entry)),
     CASE_WITH("forced-entry-fails", forced_failure, GS_ERROR_BACKEND_INIT_FAILED,
-              "the entry point failed (on purpose)", DRIVER_FAKE, FORCE("fake_entry_fails")),
-    CASE_WITH("forced-no-reduce", forced_failure, GS_ERROR_BACKEND_INCOMPLETE, "reduce",
-              DRIVER_FAKE, FORCE("fake_no_reduce")),
+              "the entry point failed (on purpose)", FORCE(fake_entry_fails)),
+    CASE_WITH("forced-no-reduce", forced_failure, GS_ERROR_BACKEND_INCOMPLETE, "reduce", FORCE(fake_no_reduce)),
     CASE_WITH("forced-small-struct", forced_failure, GS_ERROR_BACKEND_INCOMPLETE, "too small",
-              DRIVER_FAKE, FORCE("fake_small_struct")),
+              FORCE(fake_small_struct)),
     CASE_WITH("forced-open-no-image", forced_open_no_image, GS_ERROR_NO_KERNEL_IMAGE,
-              "no kernel image for compute capability 9.0 (on purpose)", DRIVER_FAKE, FORCE("fake_open_no_image")),
+              "no kernel image for compute capability 9.0 (on purpose)", FORCE(fake_open_no_image)),
     CASE_WITH("failed-load-is-sticky", failed_load_is_sticky, GS_ERROR_BACKEND_INIT_FAILED, "(on purpose)",
-              DRIVER_FAKE, FORCE("fake_entry_fails")),
+              FORCE(fake_entry_fails)),
     /* By absolute path (with a search path that would find others) and by name. */
-    CASE("forced-good-path", forced_good, DRIVER_FAKE, FORCE("fake_good"), REAL_PATH),
-    CASE("forced-good-name", forced_good, DRIVER_FAKE, USE_GOOD),
-    CASE("forced-bogus-name", forced_bogus_name, DRIVER_FAKE, "GRIDSYNC_BACKEND=bogus", REAL_PATH),
-    CASE("forced-relative-path", forced_relative_path, DRIVER_FAKE, REAL_PATH),
+    CASE("forced-good-path", forced_good, FORCE(fake_good), REAL_PATH),
+    CASE("forced-good-name", forced_good, USE_GOOD),
+    CASE("forced-bogus-name", forced_bogus_name, "GRIDSYNC_BACKEND=bogus", REAL_PATH),
+    CASE("forced-relative-path", forced_relative_path, REAL_PATH),
     END_OF_CASES,
 };

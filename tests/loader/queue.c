@@ -168,7 +168,7 @@ static int queue_errors(void)
 }
 
 const test_case queue_cases[] = {
-    CASE("queue-lifecycle", queue_lifecycle, DRIVER_FAKE, USE_GOOD),
-    CASE("queue-errors", queue_errors, DRIVER_FAKE, "FAKE_CUDA_DEVICES=2", USE_GOOD),
+    CASE("queue-lifecycle", queue_lifecycle, USE_GOOD),
+    CASE("queue-errors", queue_errors, "FAKE_CUDA_DEVICES=2", USE_GOOD),
     END_OF_CASES,
 };

@@ -238,13 +238,12 @@ static int real_segmented(void)
 }
 
 const test_case real_cases[] = {
-    CASE_WITH("real-cc90", real_backend, GS_SUCCESS, "cuda_sm20", DRIVER_FAKE, "FAKE_CUDA_CC=9.0", REAL_PATH),
-    CASE_WITH("real-cc20", real_backend, GS_SUCCESS, "cuda_sm20", DRIVER_FAKE, "FAKE_CUDA_CC=2.0", REAL_PATH),
-    CASE_WITH("real-cc13", real_backend, GS_SUCCESS, "cuda_sm11_compat", DRIVER_FAKE, "FAKE_CUDA_CC=1.3",
-              REAL_PATH),
-    CASE("real-kernels", real_kernels, DRIVER_FAKE, REAL_PATH),
-    CASE("real-no-binary", real_no_binary, DRIVER_FAKE, "FAKE_CUDA_NO_BINARY=1", REAL_PATH),
-    CASE("real-launch-error", real_launch_error, DRIVER_FAKE, REAL_PATH),
-    CASE("real-segmented", real_segmented, DRIVER_FAKE, REAL_PATH),
+    CASE_WITH("real-cc90", real_backend, GS_SUCCESS, "cuda_sm20", "FAKE_CUDA_CC=9.0", REAL_PATH),
+    CASE_WITH("real-cc20", real_backend, GS_SUCCESS, "cuda_sm20", "FAKE_CUDA_CC=2.0", REAL_PATH),
+    CASE_WITH("real-cc13", real_backend, GS_SUCCESS, "cuda_sm11_compat", "FAKE_CUDA_CC=1.3", REAL_PATH),
+    CASE("real-kernels", real_kernels, REAL_PATH),
+    CASE("real-no-binary", real_no_binary, "FAKE_CUDA_NO_BINARY=1", REAL_PATH),
+    CASE("real-launch-error", real_launch_error, REAL_PATH),
+    CASE("real-segmented", real_segmented, REAL_PATH),
     END_OF_CASES,
 };

@@ -15,9 +15,9 @@
  *                               every one and nothing else)
  *
  * The parent gives the child a clean environment: every GRIDSYNC_* and FAKE_* variable
- * removed, LD_LIBRARY_PATH set to the fake driver's directory (or to the too-old fake
- * driver's, or to an empty directory), FAKE_CUDA_LOG and FAKE_BACKEND_LOG pointing into a
- * fresh temporary directory (GS_TEST_TMPDIR), and then the case's own variables.
+ * removed, LD_LIBRARY_PATH set to the fake driver's directory, FAKE_CUDA_LOG and
+ * FAKE_BACKEND_LOG pointing into a fresh temporary directory (GS_TEST_TMPDIR), and then the
+ * case's own variables (which may name another driver's directory, or none).
  *
  * Exit status: 0 pass, 1 fail, 77 skipped (meson's convention).
  */
@@ -53,15 +53,7 @@ static void exec_child(const test_case *c, const char *self, const char *dir)
 {
     sandbox_clean_environment();
     char buf[PATH_MAX + 64];
-    const char *libdir = FAKE_DRIVER_DIR;
-    if (c->driver == DRIVER_TOO_OLD)
-        libdir = FAKE_OLD_DRIVER_DIR;
-    if (c->driver == DRIVER_NONE) {
-        snprintf(buf, sizeof buf, "%s/empty", dir);
-        mkdir(buf, 0700);
-        libdir = buf;
-    }
-    setenv("LD_LIBRARY_PATH", libdir, 1);
+    setenv("LD_LIBRARY_PATH", FAKE_DRIVER_DIR, 1);
     setenv("GS_TEST_TMPDIR", dir, 1);
     snprintf(buf, sizeof buf, "%s/cuda.log", dir);
     setenv("FAKE_CUDA_LOG", buf, 1);

@@ -217,16 +217,20 @@ static int debug_off(void)
 }
 
 const test_case selection_cases[] = {
-    CASE("backend-dir-missing", backend_dir_missing, DRIVER_FAKE, NO_ENV),
-    CASE("fallback-open-fails", fallback_open_fails, DRIVER_FAKE, FALLBACK_PATH),
-    CASE("fallback-load-fails", fallback_load_fails, DRIVER_FAKE, NO_ENV),
-    CASE("fallback-fifo", fallback_fifo, DRIVER_FAKE, NO_ENV),
-    CASE("cc11-skips-sm20", cc11_skips_sm20, DRIVER_FAKE, "FAKE_CUDA_CC=1.1", FALLBACK_PATH),
-    CASE("cc10-too-old", cc10_too_old, DRIVER_FAKE, "FAKE_CUDA_CC=1.0", REAL_PATH),
-    CASE("path-order", path_order, DRIVER_FAKE, NO_ENV),
-    CASE("path-relative-ignored", path_relative_ignored, DRIVER_FAKE, NO_ENV),
-    CASE("debug-trace", debug_trace, DRIVER_FAKE, "GRIDSYNC_DEBUG=1", FALLBACK_PATH),
-    CASE("debug-off", debug_off, DRIVER_FAKE, FALLBACK_PATH),
-    CASE("debug-zero", debug_off, DRIVER_FAKE, "GRIDSYNC_DEBUG=0", FALLBACK_PATH),
+    /* GRIDSYNC_BACKEND_PATH: searched in order, relative entries ignored; nothing found. */
+    CASE("path-order", path_order, NO_ENV),
+    CASE("path-relative-ignored", path_relative_ignored, NO_ENV),
+    CASE("backend-dir-missing", backend_dir_missing, NO_ENV),
+    /* Past a preferred backend that fails to open, fails to load, or is no file. */
+    CASE("fallback-open-fails", fallback_open_fails, FALLBACK_PATH),
+    CASE("fallback-load-fails", fallback_load_fails, NO_ENV),
+    CASE("fallback-fifo", fallback_fifo, NO_ENV),
+    /* The compute capability's preference. */
+    CASE("cc11-skips-sm20", cc11_skips_sm20, "FAKE_CUDA_CC=1.1", FALLBACK_PATH),
+    CASE("cc10-too-old", cc10_too_old, "FAKE_CUDA_CC=1.0", REAL_PATH),
+    /* GRIDSYNC_DEBUG traces those decisions, and nothing is printed without it. */
+    CASE("debug-trace", debug_trace, "GRIDSYNC_DEBUG=1", FALLBACK_PATH),
+    CASE("debug-off", debug_off, FALLBACK_PATH),
+    CASE("debug-zero", debug_off, "GRIDSYNC_DEBUG=0", FALLBACK_PATH),
     END_OF_CASES,
 };

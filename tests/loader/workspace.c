@@ -218,10 +218,10 @@ static int default_context(void)
 }
 
 const test_case workspace_cases[] = {
-    CASE("workspace-per-stream", workspace_per_stream, DRIVER_FAKE, USE_GOOD),
-    CASE("workspace-threads", workspace_threads, DRIVER_FAKE, USE_GOOD),
-    CASE("workspace-oom", workspace_oom, DRIVER_FAKE, USE_GOOD),
-    CASE("workspace-size-invalid", workspace_size_invalid, DRIVER_FAKE, USE_GOOD),
-    CASE("default-context", default_context, DRIVER_FAKE, "FAKE_CUDA_DEVICES=2", USE_GOOD),
+    CASE("workspace-per-stream", workspace_per_stream, USE_GOOD),
+    CASE("workspace-threads", workspace_threads, USE_GOOD),
+    CASE("workspace-oom", workspace_oom, USE_GOOD),
+    CASE("workspace-size-invalid", workspace_size_invalid, USE_GOOD),
+    CASE("default-context", default_context, "FAKE_CUDA_DEVICES=2", USE_GOOD),
     END_OF_CASES,
 };
