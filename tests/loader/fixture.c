@@ -68,8 +68,8 @@ const char *dlopen_error(const char *path)
 char *cuda_log(void) { return slurp(getenv("FAKE_CUDA_LOG")); }
 char *backend_log(void) { return slurp(getenv("FAKE_BACKEND_LOG")); }
 
-/* Calls `fn(line, length, from, at)` for each line of `text` containing `needle`, with `at`
- * its 1-based number, until fn returns nonzero; returns that value. */
+/* Calls fn(line, its length, arg, its 1-based number) for each line of `text` that contains
+ * `needle`, until fn returns nonzero; returns that value (0 when it never did). */
 static int each_line(const char *text, const char *needle, int (*fn)(const char *, size_t, void *, int), void *arg)
 {
     int number = 1;

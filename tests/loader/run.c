@@ -25,7 +25,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
