@@ -57,6 +57,20 @@ void verify(const dtype_info *t, gs_op op, gs_dtype out, const void *data, uint6
     hostref_check(&r, data, got, &hostref_rigorous, v);
 }
 
+/* An exact sum (GS_REDUCE_EXACT): the same bits as hostref's exact sum, nothing less. */
+void verify_exact(const dtype_info *t, gs_dtype out, const void *data, uint64_t n, const unsigned char *got,
+                  verdict *v)
+{
+    const uint64_t want = hostref_exact_sum(t->id, data, n, out);
+    uint64_t bits = 0;
+    memcpy(&bits, got, gs_dtype_size(out)); /* little-endian: the low bytes */
+    memset(v, 0, sizeof *v);
+    v->ok = hostref_exact_same(out, bits, want);
+    hostref_exact_format(out, bits, v->got, sizeof v->got);
+    hostref_exact_format(out, want, v->want, sizeof v->want);
+    snprintf(v->note, sizeof v->note, "bitwise against the correctly rounded sum (hostref's exact sum)");
+}
+
 /* ======================================================================================
  * Errors, names, numbers.
  * ====================================================================================== */
@@ -161,10 +175,10 @@ gs_op parse_op(const char *s)
 
 data_kind parse_data(const char *s)
 {
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < DATA_COUNT; i++)
         if (strcmp(s, k_data_names[i]) == 0)
             return (data_kind)i;
-    usage_error("unknown --data '%s' (one of: default int nan)", s);
+    usage_error("unknown --data '%s' (one of: default int nan wide)", s);
 }
 
 /* A non-negative integer: decimal or 0x hex, optionally with a binary suffix K, M, G or T
@@ -358,7 +372,7 @@ void print_device_line(const gs_context_info *info)
 /* Returns GS_SUCCESS, the gs_reduce status (message left in gs_last_error_message), or
  * GS_ERROR_CUDA with *shim_failed set when a shim call failed (cushim_error() says why). */
 gs_status launch_and_read(session *s, cushim_ptr in, uint64_t n, const dtype_info *t, gs_op op, gs_dtype out_dtype,
-                          cushim_ptr out, unsigned char *got, int times, int *shim_failed)
+                          uint32_t flags, cushim_ptr out, unsigned char *got, int times, int *shim_failed)
 {
     *shim_failed = 0;
     /* cuMemsetD8 and cuMemcpyHtoD run on the legacy default stream, which does not order
@@ -368,7 +382,7 @@ gs_status launch_and_read(session *s, cushim_ptr in, uint64_t n, const dtype_inf
         *shim_failed = 1;
         return GS_ERROR_CUDA;
     }
-    gs_reduce_options opts = {.struct_size = sizeof opts, .out_dtype = (int32_t)out_dtype};
+    gs_reduce_options opts = {.struct_size = sizeof opts, .out_dtype = (int32_t)out_dtype, .flags = flags};
     for (int k = 0; k < times; k++) {
         gs_status st = gs_reduce_ex(s->ctx, (const void *)(uintptr_t)in, n, t->id, op,
                                     (void *)(uintptr_t)(out + (cushim_ptr)k * OUT_SLOT), (gs_stream)s->stream, &opts);

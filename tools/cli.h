@@ -11,6 +11,7 @@
 #include "cudashim.h"
 #include "dtype.h"
 #include "gridsync.h"
+#include "exact_ref.h"
 #include "hostref.h"
 
 enum {
@@ -61,7 +62,7 @@ int is_bit_op(gs_op op);
 unsigned out_size(const dtype_info *t, gs_op op);
 
 /* ---- inputs (input.c) ---- */
-typedef enum { DATA_DEFAULT, DATA_INT, DATA_NAN } data_kind;
+typedef enum { DATA_DEFAULT, DATA_INT, DATA_NAN, DATA_WIDE, DATA_COUNT } data_kind;
 extern const char *const k_data_names[];
 /* `buf` holds offset + n elements; the reduction's input starts at element `offset`. */
 void make_input(const dtype_info *t, gs_op op, data_kind kind, void *buf, uint64_t offset, uint64_t n,
@@ -72,6 +73,8 @@ typedef hostref_verdict verdict;
 /* hostref's check of one result of op over data[0..n) written as `out`, rigorous bound. */
 void verify(const dtype_info *t, gs_op op, gs_dtype out, const void *data, uint64_t n, const unsigned char *got,
             verdict *v);
+void verify_exact(const dtype_info *t, gs_dtype out, const void *data, uint64_t n, const unsigned char *got,
+                  verdict *v);
 
 /* ---- errors and options (cli.c) ---- */
 extern const char *g_cmd; /* the subcommand, for usage messages */
@@ -129,7 +132,7 @@ void json_context_info(const gs_context_info *info);
 #define OUT_SLOT 16 /* bytes between the two result slots selftest uses */
 /* Poisoned outputs, `times` launches into OUT_SLOT-spaced slots, wait, read back. */
 gs_status launch_and_read(session *s, cushim_ptr in, uint64_t n, const dtype_info *t, gs_op op, gs_dtype out_dtype,
-                          cushim_ptr out, unsigned char *got, int times, int *shim_failed);
+                          uint32_t flags, cushim_ptr out, unsigned char *got, int times, int *shim_failed);
 
 /* ---- timing (timing.c) ---- */
 /* Times `repeat` back-to-back launch(s, arg) per run; prints the time, the bandwidth for

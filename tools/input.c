@@ -56,10 +56,12 @@ static double rnd_unit(void)
  *  XOR   random bits.
  * Variants (--data): DATA_INT, float SUM over integers in [-8, 8] (exact while
  * 8n < 2^24: a dropped or doubled element shows at any size); DATA_NAN, float
- * MIN/MAX/ARGMIN/ARGMAX with one or two quiet NaNs inserted at random places.
+ * MIN/MAX/ARGMIN/ARGMAX with one or two quiet NaNs inserted at random places; DATA_WIDE,
+ * float SUM over both signs and the type's whole finite exponent range, subnormals
+ * included, where only an exact sum keeps every bit (for --exact).
  * ====================================================================================== */
 
-const char *const k_data_names[] = {"default", "int", "nan"};
+const char *const k_data_names[] = {"default", "int", "nan", "wide"};
 
 static int ceil_log2(uint64_t n)
 {
@@ -101,6 +103,14 @@ static void fill_float(const dtype_info *t, gs_op op, data_kind kind, void *p, u
     if (kind == DATA_INT) {
         for (uint64_t i = 0; i < n; i++)
             hostref_store(t->id, p, i, (long double)((int)rnd_below(17) - 8));
+        return;
+    }
+    if (kind == DATA_WIDE) {
+        /* exponents from the smallest subnormal's to the largest finite value's, uniformly */
+        const int lo = t->id == GS_FLOAT64 ? -1074 : t->id == GS_FLOAT16 ? -24 : t->id == GS_BFLOAT16 ? -133 : -149;
+        const int hi = t->id == GS_FLOAT64 ? 1023 : t->id == GS_FLOAT16 ? 15 : 127;
+        for (uint64_t i = 0; i < n; i++)
+            hostref_store(t->id, p, i, rnd_float_mixed(lo, hi));
         return;
     }
     if (op == GS_OP_PROD) {

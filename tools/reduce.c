@@ -11,7 +11,7 @@
 const char k_usage_reduce[] =
     "usage: gridsync reduce [--dtype T] [--op OP] [--out-dtype T] [--count N] [--offset K]\n"
     "                       [--device D] [--backend NAME] [--seed S] [--repeat R]\n"
-    "                       [--data KIND] [--json]\n"
+    "                       [--data KIND] [--exact] [--json]\n"
     "\n"
     "Fills device memory with random data, runs gs_reduce once and checks the result against a\n"
     "host reference, then times R back-to-back calls (CUDA events; median of 7 runs).\n"
@@ -29,7 +29,11 @@ const char k_usage_reduce[] =
     "  --repeat R      calls per timed run (default 100; 0 skips timing)\n"
     "  --data KIND     default: data chosen for the op (see gridsync(1));\n"
     "                  int: float SUM over integers in [-8, 8] (checked exactly);\n"
-    "                  nan: float MIN/MAX/ARGMIN/ARGMAX with NaNs inserted\n"
+    "                  nan: float MIN/MAX/ARGMIN/ARGMAX with NaNs inserted;\n"
+    "                  wide: float SUM over the type's whole exponent range (for --exact)\n"
+    "  --exact         a correctly rounded float SUM (GS_REDUCE_EXACT; f16 bf16 f32 f64, and\n"
+    "                  --out-dtype f32 from f16/bf16, f64 from f32), checked bit for bit\n"
+    "                  against an exact host sum; --data wide spreads the magnitudes\n"
     "  --json          one JSON object on stdout instead of the text\n";
 
 typedef struct reduce_call {
@@ -37,12 +41,13 @@ typedef struct reduce_call {
     uint64_t n;
     gs_dtype dtype, out_dtype;
     gs_op op;
+    uint32_t flags;
 } reduce_call;
 
 static gs_status launch_reduce(session *s, const void *arg)
 {
     const reduce_call *c = arg;
-    gs_reduce_options opts = {.struct_size = sizeof opts, .out_dtype = (int32_t)c->out_dtype};
+    gs_reduce_options opts = {.struct_size = sizeof opts, .out_dtype = (int32_t)c->out_dtype, .flags = c->flags};
     return gs_reduce_ex(s->ctx, (const void *)(uintptr_t)c->in, c->n, c->dtype, c->op, (void *)(uintptr_t)c->out,
                         (gs_stream)s->stream, &opts);
 }
@@ -50,9 +55,10 @@ static gs_status launch_reduce(session *s, const void *arg)
 /* The call's parameters: in the JSON object from the start (a run that fails still says
  * what it ran), as lines once the device is there (without one, the error line alone). */
 static void describe_json(const dtype_info *t, gs_op op, gs_dtype out, uint64_t n, uint64_t offset, uint64_t seed,
-                          data_kind kind)
+                          data_kind kind, int exact)
 {
     json_str("command", "reduce");
+    json_bool("exact", exact);
     json_str("dtype", gs_dtype_name(t->id));
     json_str("op", gs_op_name(op));
     json_str("out_dtype", gs_dtype_name(out));
@@ -63,9 +69,9 @@ static void describe_json(const dtype_info *t, gs_op op, gs_dtype out, uint64_t 
 }
 
 static void describe_text(const dtype_info *t, gs_op op, gs_dtype out, uint64_t n, uint64_t offset, uint64_t seed,
-                          data_kind kind)
+                          data_kind kind, int exact)
 {
-    say("gridsync reduce: %s %s", gs_dtype_name(t->id), gs_op_name(op));
+    say("gridsync reduce: %s%s %s", exact ? "exact " : "", gs_dtype_name(t->id), gs_op_name(op));
     if (out != hostref_default_out(t->id, op))
         say(" -> %s", gs_dtype_name(out));
     say(", n = %" PRIu64, n);
@@ -82,7 +88,7 @@ int cmd_reduce(int argc, char **argv)
     common_opts c;
     common_opts_init(&c);
     uint64_t n = 16777216, offset = 0;
-    int out_given = -1;
+    int out_given = -1, exact = 0;
     data_kind kind = DATA_DEFAULT;
     for (int i = 0; i < argc; i++) {
         const char *v;
@@ -99,6 +105,8 @@ int cmd_reduce(int argc, char **argv)
             offset = parse_u64("--offset", v, 1u << 30);
         } else if (take_opt(argc, argv, &i, "--data", &v)) {
             kind = parse_data(v);
+        } else if (strcmp(argv[i], "--exact") == 0) {
+            exact = 1;
         } else {
             usage_error("reduce: unknown option '%s'", argv[i]);
         }
@@ -111,18 +119,20 @@ int cmd_reduce(int argc, char **argv)
         usage_error("--data int is for float SUM (f32 f64 f16 bf16 with --op sum)");
     if (kind == DATA_NAN && !(t->kind == K_FLOAT && (op == GS_OP_MIN || op == GS_OP_MAX || is_arg_op(op))))
         usage_error("--data nan is for float MIN, MAX, ARGMIN and ARGMAX");
+    if (kind == DATA_WIDE && !(t->kind == K_FLOAT && op == GS_OP_SUM))
+        usage_error("--data wide is for float SUM (f32 f64 f16 bf16 with --op sum)");
     const size_t esize = gs_dtype_size(t->id);
     /* host and device buffers of (offset + n) elements must be addressable */
     if (n > (SIZE_MAX / 2) / esize - offset)
         usage_error("--count %" PRIu64 " with --offset %" PRIu64 " is too large for %s", n, offset, gs_dtype_name(t->id));
     const gs_dtype out = out_given >= 0 ? (gs_dtype)out_given : hostref_default_out(t->id, op);
 
-    describe_json(t, op, out, n, offset, seed, kind);
+    describe_json(t, op, out, n, offset, seed, kind, exact);
     session s;
     int rc = session_open(&s, c.device);
     if (rc)
         return session_close(&s, rc);
-    describe_text(t, op, out, n, offset, seed, kind);
+    describe_text(t, op, out, n, offset, seed, kind, exact);
     print_device_line(&s.info);
     fflush(stdout);
 
@@ -144,24 +154,28 @@ int cmd_reduce(int argc, char **argv)
         rc = report_shim("copying the input to the device");
         goto done;
     }
-    const reduce_call call = {dbuf + offset * esize, dout, n, t->id, out, op};
+    const uint32_t flags = exact ? GS_REDUCE_EXACT : 0;
+    const reduce_call call = {dbuf + offset * esize, dout, n, t->id, out, op, flags};
 
     int shim_failed;
-    gs_status st = launch_and_read(&s, call.in, n, t, op, out, dout, got, 1, &shim_failed);
+    gs_status st = launch_and_read(&s, call.in, n, t, op, out, flags, dout, got, 1, &shim_failed);
     if (shim_failed) {
         rc = report_shim("running the reduction");
         goto done;
     }
     char what[80];
-    snprintf(what, sizeof what, "gs_reduce(%s %s -> %s, n = %" PRIu64 ")", gs_dtype_name(t->id), gs_op_name(op),
-             gs_dtype_name(out), n);
+    snprintf(what, sizeof what, "gs_reduce(%s%s %s -> %s, n = %" PRIu64 ")", exact ? "exact " : "",
+             gs_dtype_name(t->id), gs_op_name(op), gs_dtype_name(out), n);
     if (st != GS_SUCCESS) {
         rc = report_gs(what, st);
         goto done;
     }
     verdict v;
     const unsigned char *data = host + offset * esize;
-    verify(t, op, out, data, n, got, &v);
+    if (exact)
+        verify_exact(t, out, data, n, got, &v);
+    else
+        verify(t, op, out, data, n, got, &v);
     say("result:    %s\n", v.got);
     say("reference: %s\n", v.want);
     say("check:     %s, %s\n", v.ok ? "ok" : "MISMATCH", v.note);
@@ -194,7 +208,10 @@ int cmd_reduce(int argc, char **argv)
         json_bool("repeat_identical", same);
         if (!same) {
             verdict v2;
-            verify(t, op, out, data, n, again, &v2);
+            if (exact)
+                verify_exact(t, out, data, n, again, &v2);
+            else
+                verify(t, op, out, data, n, again, &v2);
             say("repeat:    MISMATCH: the last timed call gave %s, the first %s (results must be "
                 "deterministic)\n", v2.got, v.got);
             rc = EXIT_FAIL;

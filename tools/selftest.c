@@ -67,7 +67,7 @@ static case_result run_case(selftest_state *b, const dtype_info *t, gs_op op, ui
     }
     unsigned char got[2 * OUT_SLOT];
     int shim_failed;
-    gs_status st = launch_and_read(b->s, b->dbuf + off * esize, n, t, op, out, b->dout, got, 2, &shim_failed);
+    gs_status st = launch_and_read(b->s, b->dbuf + off * esize, n, t, op, out, 0, b->dout, got, 2, &shim_failed);
     if (shim_failed) { /* a failed copy or sync: the CUDA context is likely unusable now */
         report_shim("running a reduction");
         return CASE_ABORT;

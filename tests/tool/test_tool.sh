@@ -55,6 +55,9 @@ printf '0 4 2 9\n' >"$tmp/bad-offsets"
 expect 2 "offset 2 \\(2\\) is not within \\[4, 9\\]" segmented --offsets "$tmp/bad-offsets"
 expect 2 "leave --segments out" segmented --offsets "$tmp/bad-offsets" --segments 3
 expect 0 '^usage: gridsync reduce .*--out-dtype' reduce --help
+expect 0 '^  --exact ' reduce --help
+expect 2 "--data wide is for float SUM" reduce --data wide --op max
+expect 2 "unknown --data 'narrow'" reduce --data narrow
 expect 0 '^usage: gridsync segmented' segmented --help
 expect 0 '^usage: gridsync segmented' help segmented
 expect 0 '^usage: gridsync selftest' selftest --help
