@@ -41,31 +41,30 @@
 
 #define MAX_GPUS 64
 
-#define CK(call)                                                                                  \
-    do {                                                                                          \
-        cudaError_t e_ = (call);                                                                  \
-        if (e_ != cudaSuccess) {                                                                  \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            exit(1);                                                                              \
-        }                                                                                         \
-    } while (0)
-#define NK(call)                                                                                  \
-    do {                                                                                          \
-        ncclResult_t r_ = (call);                                                                 \
-        if (r_ != ncclSuccess) {                                                                  \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, ncclGetErrorString(r_)); \
-            exit(1);                                                                              \
-        }                                                                                         \
-    } while (0)
-#define GK(call)                                                                                   \
-    do {                                                                                           \
-        gs_status s_ = (call);                                                                     \
-        if (s_ != GS_SUCCESS) {                                                                    \
-            fprintf(stderr, "%s:%d: %s: %s: %s\n", __FILE__, __LINE__, #call, gs_status_string(s_), \
-                    gs_last_error_message());                                                      \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
+/* Each failure ends the program with what failed: the call's text, its library's words. */
+static void die(const char *file, int line, const char *call, const char *why, const char *detail)
+{
+    fprintf(stderr, "%s:%d: %s: %s%s%s\n", file, line, call, why, detail ? ": " : "", detail ? detail : "");
+    exit(1);
+}
+#define CK(call) ck_cuda((call), __FILE__, __LINE__, #call)
+#define NK(call) ck_nccl((call), __FILE__, __LINE__, #call)
+#define GK(call) ck_gs((call), __FILE__, __LINE__, #call)
+static void ck_cuda(cudaError_t e, const char *f, int l, const char *c)
+{
+    if (e != cudaSuccess)
+        die(f, l, c, cudaGetErrorString(e), NULL);
+}
+static void ck_nccl(ncclResult_t r, const char *f, int l, const char *c)
+{
+    if (r != ncclSuccess)
+        die(f, l, c, ncclGetErrorString(r), NULL);
+}
+static void ck_gs(gs_status s, const char *f, int l, const char *c)
+{
+    if (s != GS_SUCCESS)
+        die(f, l, c, gs_status_string(s), gs_last_error_message());
+}
 
 static uint64_t g_rng = 0x2545f4914f6cdd1dull;
 
