@@ -119,3 +119,26 @@ bench_build_step() {
     fi
     echo "built in $(($(date +%s) - t_start)) s: $builddir/bench/$exe"
 }
+
+# bench_run NAME LIMIT SUMMARY ARGS...: $builddir/bench/NAME ARGS... with the build tree's
+# backends, under a LIMIT-second timeout; sets rc to its exit status and adds the command
+# and a verdict to env.txt (SUMMARY names the file that says more about a mismatch).
+bench_run() {
+    local name=$1 limit=$2 summary=$3
+    shift 3
+    local cmd=("$builddir/bench/$name" "$@") t0 verdict
+    echo "bench command: GRIDSYNC_BACKEND_PATH=$builddir_abs/backends ${cmd[*]}" | tee -a "$out/env.txt"
+    unset GRIDSYNC_BACKEND GRIDSYNC_DEBUG
+    t0=$(date +%s)
+    GRIDSYNC_BACKEND_PATH="$builddir_abs/backends" timeout -k 10 "$limit" "${cmd[@]}"
+    rc=$?
+    case $rc in
+    0) verdict="all checks passed" ;;
+    2) verdict="some result MISMATCHED or a call failed (see $summary and the CSV's check column)" ;;
+    3) verdict="cut short (watchdog, hung kernel or a broken CUDA context)" ;;
+    77) verdict="no GPU" ;;
+    124 | 137) verdict="killed by timeout after $limit s" ;;
+    *) verdict="failed" ;;
+    esac
+    echo "$name exit status: $rc ($verdict), $(($(date +%s) - t0)) s" | tee -a "$out/env.txt"
+}

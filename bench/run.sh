@@ -30,20 +30,7 @@ bench_build_step run.sh gridsync-bench
 bench_builddir_abs
 
 step "sweep"
-bench=("$builddir/bench/gridsync-bench" --csv "$out/bench.csv" --summary "$out/summary.txt" "$@")
-echo "bench command: GRIDSYNC_BACKEND_PATH=$builddir_abs/backends ${bench[*]}" | tee -a "$out/env.txt"
-unset GRIDSYNC_BACKEND GRIDSYNC_DEBUG
-GRIDSYNC_BACKEND_PATH="$builddir_abs/backends" timeout -k 10 "${BENCH_TIMEOUT:-540}" "${bench[@]}"
-rc=$?
-case $rc in
-0) verdict="all checks passed" ;;
-2) verdict="some result MISMATCHED or a call failed (see summary.txt and the CSV's check column)" ;;
-3) verdict="the sweep was cut short (watchdog or a broken CUDA context)" ;;
-77) verdict="no GPU" ;;
-124 | 137) verdict="killed by timeout after ${BENCH_TIMEOUT:-540} s" ;;
-*) verdict="failed" ;;
-esac
-echo "gridsync-bench exit status: $rc ($verdict)" | tee -a "$out/env.txt"
+bench_run gridsync-bench "${BENCH_TIMEOUT:-540}" summary.txt --csv "$out/bench.csv" --summary "$out/summary.txt" "$@"
 
 step "plot"
 if [ -s "$out/bench.csv" ]; then

@@ -38,21 +38,8 @@ bench_build_step run_segmented.sh gridsync-bench-segmented --reuse-note --partia
 bench_builddir_abs
 
 step "benchmark"
-bench=("$builddir/bench/gridsync-bench-segmented" --csv "$out/segmented.csv" --summary "$out/segmented_summary.txt" "$@")
-echo "bench command: GRIDSYNC_BACKEND_PATH=$builddir_abs/backends ${bench[*]}" | tee -a "$out/env.txt"
-unset GRIDSYNC_BACKEND GRIDSYNC_DEBUG
-t_bench=$(date +%s)
-GRIDSYNC_BACKEND_PATH="$builddir_abs/backends" timeout -k 10 "$timeout_s" "${bench[@]}"
-rc=$?
-case $rc in
-0) verdict="all checks passed" ;;
-2) verdict="some result MISMATCHED or a call failed (see segmented_summary.txt and the CSV's check column)" ;;
-3) verdict="cut short (watchdog, hung kernel or a broken CUDA context)" ;;
-77) verdict="no GPU" ;;
-124 | 137) verdict="killed by timeout after $timeout_s s" ;;
-*) verdict="failed" ;;
-esac
-echo "gridsync-bench-segmented exit status: $rc ($verdict), $(($(date +%s) - t_bench)) s" | tee -a "$out/env.txt"
+bench_run gridsync-bench-segmented "$timeout_s" segmented_summary.txt --csv "$out/segmented.csv" \
+    --summary "$out/segmented_summary.txt" "$@"
 
 step "plot"
 if [ -s "$out/segmented.csv" ] && [ "$(wc -l <"$out/segmented.csv")" -gt 1 ]; then
