@@ -158,7 +158,9 @@ if as_root autopkgtest --no-built-binaries "$work"/libgridsync1_*.deb "$work"/li
 else
     trc=$?
 fi
-sed -n -e '/^consumer /p' -e '/stdout -----/,/^autopkgtest \[/p' "$work/autopkgtest.log" | sed 's/^/   /'
+# the tests' own output, and autopkgtest's verdict per test
+sed -n -e '/: test [a-z0-9-]*: \[-*$/,/: test [a-z0-9-]*: -*\]$/p' -e '/^[a-z0-9-]*  *\(PASS\|FAIL\|SKIP\)/p' \
+    "$work/autopkgtest.log" | sed 's/^/   /'
 dpkg-query -W -f='   ${Package} ${Version} ${Status}\n' libgridsync1 libgridsync-dev gridsync-tools
 # autopkgtest: 0 all passed, 2 passed but some skipped, anything else failed
 [ "$trc" = 0 ] || { tail -40 "$work/autopkgtest.log" >&2; echo "FAIL: autopkgtest (exit status $trc)" >&2; exit 1; }
