@@ -66,14 +66,14 @@ GS_EXACT_FN gs_exact_fmt gs_exact_fmt_of(gs_dtype t)
     return f;
 }
 
-/* Bits [pos, pos + 64) of the magnitude m (GS_EXACT_LIMBS + 1 digits; pos >= 0). */
-GS_EXACT_FN uint64_t gs_exact_bits64(const uint32_t *m, int pos)
+/* Bits [pos, pos + 64) of the magnitude m[0 .. h] (pos >= 0; digits above h are zero). */
+GS_EXACT_FN uint64_t gs_exact_bits64(const uint32_t *m, int h, int pos)
 {
     uint64_t r = 0;
     const int w = pos >> 5, s = pos & 31;
     for (int k = 2; k >= 0; k--) {
         const int i = w + k;
-        const uint64_t digit = i <= GS_EXACT_LIMBS ? m[i] : 0;
+        const uint64_t digit = i <= h ? m[i] : 0;
         /* digit k contributes at bit 32 k - s of the result */
         const int at = 32 * k - s;
         if (at >= 64)
@@ -83,6 +83,69 @@ GS_EXACT_FN uint64_t gs_exact_bits64(const uint32_t *m, int pos)
     return r;
 }
 
+/* NaN and infinities decide alone (docs/semantics.md §12): returns 1 and sets *bits when
+ * they do. The default quiet NaN is positive. */
+GS_EXACT_FN int gs_exact_round_special(int64_t nan, int64_t pos_inf, int64_t neg_inf, gs_dtype t, uint64_t *bits)
+{
+    const gs_exact_fmt f = gs_exact_fmt_of(t);
+    const uint64_t sign = (uint64_t)1 << f.sign_bit;
+    const uint64_t inf = (((uint64_t)1 << (f.sign_bit - f.p + 1)) - 1) << (f.p - 1);
+    if (nan > 0 || (pos_inf > 0 && neg_inf > 0))
+        *bits = inf | (uint64_t)1 << (f.p - 2);
+    else if (pos_inf > 0)
+        *bits = inf;
+    else if (neg_inf > 0)
+        *bits = sign | inf;
+    else
+        return 0;
+    return 1;
+}
+
+/* An exact zero: -0.0 only when every element was -0.0. */
+GS_EXACT_FN uint64_t gs_exact_round_zero(int64_t count, int64_t sign_clear, gs_dtype t)
+{
+    return count > 0 && sign_clear <= 0 ? (uint64_t)1 << gs_exact_fmt_of(t).sign_bit : 0;
+}
+
+/* A nonzero magnitude, rounded: digits m[0 .. h] with m[h] != 0 stand for
+ * sum m[i] 2^(32 (i + base) - 1088), negated when neg. Any digits below the rounding
+ * position may be folded into one sticky bit in m[0] (the device keeps four digits); so
+ * that the rounding bit is among them, h >= 3 whenever base > 0. */
+GS_EXACT_FN uint64_t gs_exact_round_mag(const uint32_t *m, int h, int base, int neg, gs_dtype t)
+{
+    const gs_exact_fmt f = gs_exact_fmt_of(t);
+    const uint64_t inf = (((uint64_t)1 << (f.sign_bit - f.p + 1)) - 1) << (f.p - 1);
+    const uint64_t s = neg ? (uint64_t)1 << f.sign_bit : 0;
+    int top_bit = 31;
+    while (!(m[h] >> top_bit & 1u))
+        top_bit--;
+    const int msb = 32 * (h + base) + top_bit;   /* the leading bit, counted from 2^-1088 */
+    const int e = msb + GS_EXACT_LOW_EXPONENT;   /* 2^e <= |V| < 2^(e+1) */
+    if (e > f.bias) /* beyond the largest finite value's binade */
+        return s | inf;
+    /* The quantum of the result: 2^(max(e, emin) - p + 1); its bit position is at least
+     * 1088 - 1074 = 14 for every type (and at least 32 h - 52 >= 44 above m[0] when base >
+     * 0), so there is a rounding bit below it. */
+    const int q = (e > f.emin ? e : f.emin) - f.p + 1;
+    const int pos = q - GS_EXACT_LOW_EXPONENT - 32 * base;
+    uint64_t mant = gs_exact_bits64(m, h, pos); /* < 2^p */
+    const int half = pos - 1;
+    const uint32_t hd = (half >> 5) <= h ? m[half >> 5] : 0;
+    const int round = hd >> (half & 31) & 1u;
+    int sticky = (hd & ((1u << (half & 31)) - 1u)) != 0;
+    for (int i = 0; i < (half >> 5) && i <= h && !sticky; i++)
+        sticky = m[i] != 0;
+    if (round && (sticky || (mant & 1u)))
+        mant++;
+    /* Normal: the biased exponent minus one, plus the significand with its hidden bit, so
+     * a significand that rounded up to 2^p carries into the exponent; subnormal: the
+     * significand alone, and one that rounded up to 2^(p-1) is the least normal number. */
+    uint64_t bits = e >= f.emin ? ((uint64_t)(e + f.bias - 1) << (f.p - 1)) + mant : mant;
+    if (bits >= inf)
+        bits = inf;
+    return s | bits;
+}
+
 /* The bits of the correctly rounded result of type t (GS_FLOAT16, GS_BFLOAT16, GS_FLOAT32,
  * GS_FLOAT64), in the low bits of the return value, for an accumulator's limbs (any int64
  * values) and counts (docs/semantics.md §12: NaN, then infinities, then the value; a zero
@@ -90,16 +153,9 @@ GS_EXACT_FN uint64_t gs_exact_bits64(const uint32_t *m, int pos)
 GS_EXACT_FN uint64_t gs_exact_round_bits(const int64_t *limbs, int64_t count, int64_t nan, int64_t pos_inf,
                                          int64_t neg_inf, int64_t sign_clear, gs_dtype t)
 {
-    const gs_exact_fmt f = gs_exact_fmt_of(t);
-    const uint64_t sign = (uint64_t)1 << f.sign_bit;
-    const uint64_t inf = (((uint64_t)1 << (f.sign_bit - f.p + 1)) - 1) << (f.p - 1);
-    if (nan > 0 || (pos_inf > 0 && neg_inf > 0))
-        return inf | (uint64_t)1 << (f.p - 2); /* the default quiet NaN */
-    if (pos_inf > 0)
-        return inf;
-    if (neg_inf > 0)
-        return sign | inf;
-
+    uint64_t bits;
+    if (gs_exact_round_special(nan, pos_inf, neg_inf, t, &bits))
+        return bits;
     /* Normal form as digits m[0 .. GS_EXACT_LIMBS) and a signed top digit, carried as in
      * gs_exact_normalize but without its limit: the top limb's own high half goes on as a
      * carry into one more digit, so this works for every int64 limb. */
@@ -124,36 +180,9 @@ GS_EXACT_FN uint64_t gs_exact_round_bits(const int64_t *limbs, int64_t count, in
     int h = GS_EXACT_LIMBS;
     while (h >= 0 && m[h] == 0)
         h--;
-    if (h < 0) /* exact zero: -0.0 only when every element was -0.0 */
-        return count > 0 && sign_clear <= 0 ? sign : 0;
-
-    int top_bit = 31;
-    while (!(m[h] >> top_bit & 1u))
-        top_bit--;
-    const int msb = 32 * h + top_bit;        /* V's leading bit, counted from 2^-1088 */
-    const int e = msb + GS_EXACT_LOW_EXPONENT; /* 2^e <= |V| < 2^(e+1) */
-    const uint64_t s = neg ? sign : 0;
-    if (e > f.bias) /* beyond the largest finite value's binade */
-        return s | inf;
-    /* The quantum of the result: 2^(max(e, emin) - p + 1); its bit position in m is at
-     * least 1088 - 1074 = 14 for every type, so there is a rounding bit below it. */
-    const int q = (e > f.emin ? e : f.emin) - f.p + 1;
-    const int pos = q - GS_EXACT_LOW_EXPONENT;
-    uint64_t mant = gs_exact_bits64(m, pos) & (((uint64_t)1 << (f.p + 1)) - 1); /* < 2^p */
-    const int half = pos - 1;
-    const int round = m[half >> 5] >> (half & 31) & 1u;
-    int sticky = (m[half >> 5] & ((1u << (half & 31)) - 1u)) != 0;
-    for (int i = 0; i < (half >> 5) && !sticky; i++)
-        sticky = m[i] != 0;
-    if (round && (sticky || (mant & 1u)))
-        mant++;
-    /* Normal: the biased exponent minus one, plus the significand with its hidden bit, so
-     * a significand that rounded up to 2^p carries into the exponent; subnormal: the
-     * significand alone, and one that rounded up to 2^(p-1) is the least normal number. */
-    uint64_t bits = e >= f.emin ? ((uint64_t)(e + f.bias - 1) << (f.p - 1)) + mant : mant;
-    if (bits >= inf)
-        bits = inf;
-    return s | bits;
+    if (h < 0)
+        return gs_exact_round_zero(count, sign_clear, t);
+    return gs_exact_round_mag(m, h, 0, neg, t);
 }
 
 #endif

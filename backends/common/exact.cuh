@@ -2,23 +2,23 @@
  * Exact float sums (GS_REDUCE_EXACT, docs/semantics.md §12), written once for both
  * backends: one launch, the exact sum rounded once by the last block, or its accumulator.
  *
- * Per thread, every element goes into a short floating-point expansion a[0..K) with
- * TwoSum (error-free: a + x == s + e exactly, barring overflow, which the element guard
- * below rules out), level after level; what is left after the last level is added to the
- * block's long accumulator (flush). So at every moment
+ * Per thread, every element goes into a short floating-point expansion a[0..K) with an
+ * error-free addition (two_sum: a + x == s + e exactly, barring overflow, which the
+ * element guard below rules out), level after level; what is left after the last level is
+ * added to the block's long accumulator (flush). So at every moment
  *     sum of the thread's elements == sum of its expansions + what it flushed,
  * exactly (ExBLAS: Iakymchuk, Collange, Defour, Graillat). For ordinary data the residual
- * is zero and the loop is K TwoSums per element and no memory traffic.
+ * is zero and the loop is K error-free additions per element and no memory traffic.
  *
  * The block's long accumulator is gs_exact_acc's fixed point (limbs of 32-bit digits from
  * 2^-1088) in shared memory, added to with 64-bit integer atomics: integer addition is
  * associative, so the order in which threads flush does not matter, and the result is the
  * same bits on any grid. The block's threads then merge their expansions in a shared-memory
  * tree (each merge exact, its residuals flushed), the tree's last expansion is flushed, the
- * block's limbs are normalised and added (int64 atomics) to the launch's accumulator in the
- * workspace, and the last block (docs/design.md's guard) rounds that once
- * (internal/exact_format.h, the code gs_exact_round runs) or writes it out, and returns the
- * workspace to zero.
+ * block's limbs are added (int64 atomics) to the launch's accumulator in the workspace, and
+ * the last block (docs/design.md's guard) returns the workspace to zero and, with all its
+ * threads (exact_finish), normalises the total and rounds it once (internal/exact_format.h,
+ * the code gs_exact_round runs) or writes it out.
  *
  * Guards, per 16-byte vector and from the raw bits (integer ops only): a vector holding a
  * NaN or an infinity, or an element so large that K TwoSums could overflow (float64: |x| >=
@@ -29,8 +29,9 @@
  *
  * Limb bounds: each flush adds three digits below 2^32 in magnitude, and an element causes
  * at most one flush (its residual, or itself on the slow path), so a block of at most 2^28
- * elements (the host sizes the grid for that: backend.c) keeps |shared limb| < 2^61; blocks
- * add normalised limbs (< 2^32) to the workspace: no int64 overflows for any grid.
+ * elements (the host sizes the grid for that: backend.c) keeps |shared limb| < 2^61; a block
+ * adds each limb as its low 32 bits and its carry (< 2^29) into the next, less than 2^34 per
+ * limb of the workspace's total: no int64 overflows for any grid below 2^29 blocks.
  *
  * cuda_sm11_compat compiles this too: no warp shuffles or votes here. Beyond compute
  * capability 1.1 it needs float64 arithmetic (1.3) and 64-bit integer atomic adds in shared
@@ -41,56 +42,78 @@
 #include "reduce.cuh"
 #include "../../internal/exact_format.h"
 
+/* Tuning knobs, for benchmarks of variants only (NVCC_APPEND_FLAGS=-D...): the float32
+ * expansion's length, and whether doubles use Fast2Sum after ordering (1) or TwoSum (0).
+ * Every variant is exact; only the speed differs. */
+#ifndef GS_EXACT_F32_K
+#  define GS_EXACT_F32_K 2
+#endif
+#ifndef GS_EXACT_FAST2SUM
+#  define GS_EXACT_FAST2SUM 1
+#endif
+
 namespace gs {
 
 /* Per input type: the expansion's type F and length K; the minimum of resident blocks the
  * kernel is compiled for (kernels.cuh; without one, ptxas gave every exact kernel 128
- * registers on sm_90, two blocks per multiprocessor: 64 registers for 4 blocks leave the
- * float64 loop spilling, 80 for 3 do not); and the guard on raw 32-bit words:
+ * registers on sm_90, two blocks per multiprocessor; with the prefetching loop, 4 blocks'
+ * 64 registers spilled 60 .. 128 bytes, 3 blocks' 80 at most 8, float32's); and the guard
+ * on raw 32-bit words:
  * a word w trips it when ((w & kM) + kB) & kS is nonzero (exponent fields all ones, or at
  * or above the bound: adding kB carries into the field's sign position). kSign: the sign
  * bits of the elements in a word; kHiWords: only the odd words hold exponents (float64). */
 template <typename T> struct ExactIn;
 template <> struct ExactIn<float> { /* float32 in float64: exact, and no sum can overflow */
     typedef double F;
-    static const int K = 2;
+    static const int K = GS_EXACT_F32_K;
     static const uint32_t kM = 0x7f800000u, kB = 0x00800000u, kS = 0x80000000u, kSign = 0x80000000u;
     static const bool kHiWords = false;
-    static const int kMinBlocks = 4;
+    static const int kMinBlocks = 3;
 };
 template <> struct ExactIn<double> { /* bound 2^960: biased exponent >= 0x7bf */
     typedef double F;
-    static const int K = 3;
+    static const int K = 2;
     static const uint32_t kM = 0x7ff00000u, kB = 0x04100000u, kS = 0x80000000u, kSign = 0x80000000u;
     static const bool kHiWords = true;
-    static const int kMinBlocks = 3; /* 80 registers: three expansions of K doubles in flight */
+    static const int kMinBlocks = 3;
 };
 template <> struct ExactIn<__half> { /* |x| < 2^16: float never overflows */
     typedef float F;
     static const int K = 2;
     static const uint32_t kM = 0x7c007c00u, kB = 0x04000400u, kS = 0x80008000u, kSign = 0x80008000u;
     static const bool kHiWords = false;
-    static const int kMinBlocks = 4;
+    static const int kMinBlocks = 3;
 };
 template <> struct ExactIn<__nv_bfloat16> { /* bound 2^96: biased exponent >= 0xdf */
     typedef float F;
     static const int K = 2;
     static const uint32_t kM = 0x7f807f80u, kB = 0x10801080u, kS = 0x80008000u, kSign = 0x80008000u;
     static const bool kHiWords = false;
-    static const int kMinBlocks = 4;
+    static const int kMinBlocks = 3;
 };
 
 template <typename T> __device__ __forceinline__ typename ExactIn<T>::F exact_widen(T x) { return widen(x); }
 template <> __device__ __forceinline__ double exact_widen<float>(float x) { return (double)x; }
 template <> __device__ __forceinline__ double exact_widen<double>(double x) { return x; }
 
-/* TwoSum (Knuth): s + e == a + b exactly when s does not overflow; the _rn intrinsics are
- * never contracted into FMAs or reordered. */
+/* s + e == a + b exactly when s does not overflow; the _rn intrinsics are never
+ * contracted into FMAs or reordered. Doubles: Fast2Sum (Dekker), exact when the first
+ * operand's exponent is at least the second's, after ordering the two by their exponent
+ * fields with integer operations: 3 float64 additions instead of TwoSum's 6, which matters
+ * on the float64 pipe (a quarter of the float32 one on an H100). Floats: TwoSum (Knuth),
+ * no ordering needed. */
 __device__ __forceinline__ void two_sum(double a, double b, double &s, double &e)
 {
+#if GS_EXACT_FAST2SUM
+    const bool a_first = (__double2hiint(a) & 0x7ff00000) >= (__double2hiint(b) & 0x7ff00000);
+    const double hi = a_first ? a : b, lo = a_first ? b : a;
+    s = __dadd_rn(hi, lo);
+    e = __dsub_rn(lo, __dsub_rn(s, hi));
+#else
     s = __dadd_rn(a, b);
     const double bb = __dsub_rn(s, a);
     e = __dadd_rn(__dsub_rn(a, __dsub_rn(s, bb)), __dsub_rn(b, bb));
+#endif
 }
 __device__ __forceinline__ void two_sum(float a, float b, float &s, float &e)
 {
@@ -105,6 +128,10 @@ struct ExactShared {
     unsigned long long limb[GS_EXACT_LIMBS];
     unsigned long long nan, pos_inf, neg_inf;
     unsigned int sign_clear;
+    /* exact_finish's scratch */
+    long long carry[GS_EXACT_LIMBS];
+    uint32_t mag[GS_EXACT_LIMBS];
+    int flag[2], lo, hi, sticky;
 };
 
 /* limb += the finite value v (any double), exactly: its significand, shifted to its place
@@ -142,6 +169,30 @@ template <typename F, int K> __device__ __forceinline__ void exact_add(F (&a)[K]
         exact_flush(acc, (double)x);
 }
 
+/* A vector's elements into a, with one test of their residuals: a branch per element kept
+ * the compiler from overlapping the elements' additions. */
+template <typename F, int K, int kPer>
+__device__ __forceinline__ void exact_add_vec(F (&a)[K], const F (&x)[kPer], ExactShared &acc)
+{
+    F r[kPer];
+    bool any = false;
+#pragma unroll
+    for (int j = 0; j < kPer; j++) {
+        F y = x[j];
+#pragma unroll
+        for (int k = 0; k < K; k++)
+            two_sum(a[k], y, a[k], y);
+        r[j] = y;
+        any |= y != F(0);
+    }
+    if (any) {
+#pragma unroll
+        for (int j = 0; j < kPer; j++)
+            if (r[j] != F(0))
+                exact_flush(acc, (double)r[j]);
+    }
+}
+
 /* One element on the slow path: counted if it is not finite, else flushed on its own. */
 template <typename T> __device__ __forceinline__ void exact_slow(T x, ExactShared &acc, bool &sign_clear)
 {
@@ -154,6 +205,27 @@ template <typename T> __device__ __forceinline__ void exact_slow(T x, ExactShare
         atomicAdd(b >> 63 ? &acc.neg_inf : &acc.pos_inf, 1ull);
     else
         exact_flush(acc, v);
+}
+
+/* Element k of a vector's words, by register moves: a memcpy of the vector into an array
+ * gave the array a stack slot whose stores the compiler kept (the slot's address also went
+ * to a call), 16 bytes of local-memory stores per vector. */
+template <typename T> __device__ __forceinline__ T exact_elem(const uint32_t (&w)[4], int k);
+template <> __device__ __forceinline__ float exact_elem<float>(const uint32_t (&w)[4], int k)
+{
+    return __uint_as_float(w[k]);
+}
+template <> __device__ __forceinline__ double exact_elem<double>(const uint32_t (&w)[4], int k)
+{
+    return __hiloint2double((int)w[2 * k + 1], (int)w[2 * k]);
+}
+template <> __device__ __forceinline__ __half exact_elem<__half>(const uint32_t (&w)[4], int k)
+{
+    return __ushort_as_half((unsigned short)(w[k / 2] >> (16 * (k % 2))));
+}
+template <> __device__ __forceinline__ __nv_bfloat16 exact_elem<__nv_bfloat16>(const uint32_t (&w)[4], int k)
+{
+    return __ushort_as_bfloat16((unsigned short)(w[k / 2] >> (16 * (k % 2))));
 }
 
 /* One 16-byte vector into expansion a, or, when the guard trips, element by element. */
@@ -171,39 +243,142 @@ __device__ __forceinline__ void exact_vec(const uint4 &raw, F (&a)[K], ExactShar
     }
     const int kPer = 16 / sizeof(T);
     T v[kPer];
-    memcpy(v, &raw, 16);
+#pragma unroll
+    for (int k = 0; k < kPer; k++)
+        v[k] = exact_elem<T>(w, k);
     if (trip & In::kS) {
-#pragma unroll 1
+        /* unrolled: a rolled loop indexed v at run time, which put v in local memory, and
+         * its stores, on every vector, cut the exact kernels to a third of the default's
+         * bandwidth on an H100 */
+#pragma unroll
         for (int k = 0; k < kPer; k++)
             exact_slow<T>(v[k], acc, sign_clear);
         return;
     }
+    F x[kPer];
 #pragma unroll
     for (int k = 0; k < kPer; k++)
-        exact_add<F, K>(a, (F)exact_widen<T>(v[k]), acc);
+        x[k] = (F)exact_widen<T>(v[k]);
+    exact_add_vec<F, K, kPer>(a, x, acc);
 }
 
-/* The launch's accumulator in the workspace (a gs_exact_acc's layout), inside the
- * segmented reduction's counter region: every kernel leaves that region zero. */
+/* The launch's accumulator in the workspace: GS_EXACT_COPIES gs_exact_acc's (block b adds
+ * to copy b % GS_EXACT_COPIES, the last block sums them), inside the segmented reduction's
+ * counter region: every kernel leaves that region zero. Copies spread the blocks' atomics,
+ * which would otherwise all meet on the same few limbs in L2. */
 #define GS_EXACT_ACC_OFFSET GS_SEG_COUNTERS_OFFSET
 
-/* The one-thread steps, not inlined: their digit arrays would otherwise weigh on the
- * registers of the whole kernel (128 and spills on sm_90 when inlined). */
-__device__ __noinline__ void exact_normalize(ExactShared &acc)
+/* The rounding of a nonzero magnitude (its top digits m0 .. m3, the highest h) by one
+ * thread, not inlined: its digit loops would otherwise weigh on the registers of the whole
+ * kernel. The digits come by value: an array whose address went to this call shared its
+ * stack slot with the vectors of the main loop, and kept their stores alive. */
+__device__ __noinline__ uint64_t exact_round_small(uint32_t m0, uint32_t m1, uint32_t m2, uint32_t m3, int h,
+                                                   int base, int neg, int out_dtype)
 {
-    gs_exact_normalize((int64_t *)acc.limb);
+    const uint32_t m[4] = {m0, m1, m2, m3};
+    return gs_exact_round_mag(m, h, base, neg, (gs_dtype)out_dtype);
 }
-__device__ __noinline__ void exact_round(const ExactShared &acc, uint64_t n, void *out, int out_dtype)
+
+/* The block's accumulator (any limbs below 2^62 in magnitude) to the result, by the whole
+ * block at once (kBlock >= GS_EXACT_LIMBS threads; called by every thread, after a barrier
+ * that published the limbs): carries resolved in parallel passes (bounded: a carry moves
+ * one limb per pass, and after the first pass carries are -1, 0 or 1), then either the
+ * normalised gs_exact_acc, or the magnitude's digits (two's complement negated in
+ * parallel: above the lowest nonzero digit L every digit is complemented, digit L is
+ * 2^32 - d) reduced to its top four digits and a sticky bit, which one thread rounds
+ * (gs_exact_round_mag, the code gs_exact_round runs). The serial form took several
+ * microseconds of one thread's local-memory loops. */
+__device__ __forceinline__ void exact_finish(ExactShared &acc, uint64_t n, void *out, int out_dtype, uint32_t mode)
 {
-    const uint64_t bits = gs_exact_round_bits((const int64_t *)acc.limb, (int64_t)n, (int64_t)acc.nan,
-                                              (int64_t)acc.pos_inf, (int64_t)acc.neg_inf, acc.sign_clear,
-                                              (gs_dtype)out_dtype);
-    if (out_dtype == GS_FLOAT64)
-        *(unsigned long long *)out = bits;
-    else if (out_dtype == GS_FLOAT32)
-        *(unsigned int *)out = (unsigned int)bits;
-    else
-        *(unsigned short *)out = (unsigned short)bits;
+    const int t = (int)threadIdx.x, L = GS_EXACT_LIMBS;
+    if (t == 0) {
+        acc.flag[0] = 0;
+        acc.lo = L;
+        acc.hi = -1;
+        acc.sticky = 0;
+    }
+    __syncthreads();
+#pragma unroll 1
+    for (int pass = 0; pass < L + 2; pass++) {
+        const int p = pass & 1;
+        long long v = 0;
+        if (t < L) {
+            v = (long long)acc.limb[t];
+            const long long c = t < L - 1 ? v >> 32 : 0;
+            acc.carry[t] = c;
+            if (c)
+                acc.flag[p] = 1;
+        }
+        if (t == 0)
+            acc.flag[p ^ 1] = 0;
+        __syncthreads();
+        if (!acc.flag[p])
+            break;
+        if (t < L)
+            acc.limb[t] = (unsigned long long)((t < L - 1 ? v & GS_EXACT_DIGIT_MASK : v) + (t ? acc.carry[t - 1] : 0));
+        __syncthreads();
+    }
+    if (mode) {
+        gs_exact_acc *o = (gs_exact_acc *)out;
+        if (t < L)
+            o->limb[t] = (int64_t)acc.limb[t];
+        if (t == 0) {
+            o->count = (int64_t)n;
+            o->nan = (int64_t)acc.nan;
+            o->pos_inf = (int64_t)acc.pos_inf;
+            o->neg_inf = (int64_t)acc.neg_inf;
+            o->sign_clear = acc.sign_clear ? 1 : 0;
+            o->reserved[0] = o->reserved[1] = o->reserved[2] = 0;
+        }
+        return;
+    }
+    uint64_t bits = 0;
+    const long long top = (long long)acc.limb[L - 1];
+    const bool neg = top < 0;
+    const bool special = gs_exact_round_special((int64_t)acc.nan, (int64_t)acc.pos_inf, (int64_t)acc.neg_inf,
+                                                (gs_dtype)out_dtype, &bits);
+    const bool huge = top < -(1ll << 31) || top >= (1ll << 31); /* |V| >= 2^1087: +-inf */
+    if (!special && !huge) {
+        uint32_t d = t < L ? (uint32_t)acc.limb[t] : 0;
+        if (neg && d)
+            atomicMin(&acc.lo, t);
+        __syncthreads();
+        if (neg && t < L)
+            d = t < acc.lo ? 0u : t == acc.lo ? 0u - d : ~d;
+        if (t < L) {
+            acc.mag[t] = d;
+            if (d)
+                atomicMax(&acc.hi, t);
+        }
+        __syncthreads();
+        const int h = acc.hi;
+        if (t < h - 3 && d)
+            acc.sticky = 1;
+        __syncthreads();
+        if (t == 0) {
+            if (h < 0) {
+                bits = gs_exact_round_zero(n ? 1 : 0, acc.sign_clear, (gs_dtype)out_dtype);
+            } else {
+                const int base = h >= 3 ? h - 3 : 0;
+                const uint32_t m0 = acc.mag[base] | (base > 0 && acc.sticky ? 1u : 0u);
+                const uint32_t m1 = base + 1 <= h ? acc.mag[base + 1] : 0u;
+                const uint32_t m2 = base + 2 <= h ? acc.mag[base + 2] : 0u;
+                const uint32_t m3 = base + 3 <= h ? acc.mag[base + 3] : 0u;
+                bits = exact_round_small(m0, m1, m2, m3, h - base, base, neg, out_dtype);
+            }
+        }
+    } else if (huge && !special) {
+        if (t == 0) /* any value in the top binades: the type's infinity with V's sign */
+            bits = exact_round_small(1u, 0u, 0u, 0u, 0, L, neg, out_dtype);
+    }
+    if (t == 0) {
+        if (out_dtype == GS_FLOAT64)
+            *(unsigned long long *)out = bits;
+        else if (out_dtype == GS_FLOAT32)
+            *(unsigned int *)out = (unsigned int)bits;
+        else
+            *(unsigned short *)out = (unsigned short)bits;
+    }
 }
 
 template <typename Policy, typename T>
@@ -212,6 +387,7 @@ __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t 
 {
     typedef typename ExactIn<T>::F F;
     const int K = ExactIn<T>::K, kU = Policy::kUnroll, kPer = 16 / sizeof(T);
+    static_assert(Policy::kBlock >= GS_EXACT_LIMBS + 4, "a thread per limb and per count");
     __shared__ ExactShared acc;
     __shared__ F tree[K][Policy::kBlock];
     const unsigned int t = threadIdx.x;
@@ -242,15 +418,32 @@ __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t 
 #pragma unroll 1
     for (uint64_t h = gt; h < head; h += nt)
         exact_slow<T>(in[h], acc, sign_clear);
+    /* kU vectors per trip, and the next trip's loads issued before this trip's additions,
+     * so the loads never wait for the arithmetic. */
     uint64_t i = gt;
-    for (; i + (kU - 1) * nt < nvec; i += kU * nt) {
+    if (i + (kU - 1) * nt < nvec) {
         uint4 raw[kU];
 #pragma unroll
         for (int u = 0; u < kU; u++)
             raw[u] = Policy::load16(vin + i + u * nt);
+        for (;;) {
+            const uint64_t next = i + kU * nt;
+            const bool more = next + (kU - 1) * nt < nvec;
+            uint4 ahead[kU];
+            if (more)
 #pragma unroll
-        for (int u = 0; u < kU; u++)
-            exact_vec<T, F, K>(raw[u], a[u], acc, sign_and, sign_clear);
+                for (int u = 0; u < kU; u++)
+                    ahead[u] = Policy::load16(vin + next + u * nt);
+#pragma unroll
+            for (int u = 0; u < kU; u++)
+                exact_vec<T, F, K>(raw[u], a[u], acc, sign_and, sign_clear);
+            i = next;
+            if (!more)
+                break;
+#pragma unroll
+            for (int u = 0; u < kU; u++)
+                raw[u] = ahead[u];
+        }
     }
 #pragma unroll 1
     for (; i < nvec; i += nt)
@@ -289,16 +482,24 @@ __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t 
         for (int k = 0; k < K; k++)
             exact_flush(acc, (double)a[0][k]);
     __syncthreads();
-    if (t == 0)
-        exact_normalize(acc); /* |limb| < 2^61 here: never fails */
-    __syncthreads();
 
-    gs_exact_acc *total = (gs_exact_acc *)(workspace + GS_EXACT_ACC_OFFSET);
     if (gridDim.x > 1) {
-        /* Into the launch's accumulator (L2 atomics), then docs/design.md's guard: every
-         * thread's atomics are ordered before thread 0's ticket by the fence and barrier. */
-        if (t < GS_EXACT_LIMBS && acc.limb[t])
-            atomicAdd((unsigned long long *)&total->limb[t], acc.limb[t]);
+        /* Into the launch's accumulator (L2 atomics): each limb (< 2^61) as its low digit
+         * and its carry (< 2^29) into the next limb, so the total stays below 2^34 per block
+         * without a serial normalisation here. Then docs/design.md's guard: every thread's
+         * atomics are ordered before thread 0's ticket by the fence and the barrier. */
+        gs_exact_acc *copies = (gs_exact_acc *)(workspace + GS_EXACT_ACC_OFFSET);
+        gs_exact_acc *total = &copies[blockIdx.x % GS_EXACT_COPIES];
+        unsigned long long *tl = (unsigned long long *)total->limb;
+        if (t < GS_EXACT_LIMBS) {
+            const long long v = (long long)acc.limb[t];
+            const long long low = t < GS_EXACT_LIMBS - 1 ? v & GS_EXACT_DIGIT_MASK : v;
+            const long long high = t < GS_EXACT_LIMBS - 1 ? v >> 32 : 0;
+            if (low)
+                atomicAdd(&tl[t], (unsigned long long)low);
+            if (high)
+                atomicAdd(&tl[t + 1], (unsigned long long)high);
+        }
         if (t == GS_EXACT_LIMBS && acc.nan)
             atomicAdd((unsigned long long *)&total->nan, acc.nan);
         if (t == GS_EXACT_LIMBS + 1 && acc.pos_inf)
@@ -312,43 +513,41 @@ __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t 
         unsigned int *counter = (unsigned int *)workspace;
         if (!Policy::last_arrival(counter, gridDim.x))
             return;
-        /* The last block: read the total (volatile: from L2, past any stale L1 line), put
-         * it in shared memory, and return the workspace to zero for the next launch. */
-        int64_t *words = (int64_t *)total;
-        if (t < GS_EXACT_LIMBS)
-            acc.limb[t] = (unsigned long long)gs_load_volatile(&words[t]);
-        if (t == 0) {
-            acc.nan = (unsigned long long)gs_load_volatile(&total->nan);
-            acc.pos_inf = (unsigned long long)gs_load_volatile(&total->pos_inf);
-            acc.neg_inf = (unsigned long long)gs_load_volatile(&total->neg_inf);
-            acc.sign_clear = gs_load_volatile(&total->sign_clear) != 0;
+        /* The last block: sum the copies (volatile loads: from L2, past any stale L1 line)
+         * into shared memory, and return the workspace to zero for the next launch. Thread
+         * t < GS_EXACT_ACC_WORDS owns word t of every copy. */
+        const unsigned int nc = gridDim.x < GS_EXACT_COPIES ? gridDim.x : GS_EXACT_COPIES;
+        if (t < GS_EXACT_ACC_WORDS) {
+            /* every load issued before the first is used: one round trip to L2, not one
+             * per copy */
+            long long part[GS_EXACT_COPIES];
+#pragma unroll
+            for (unsigned int c = 0; c < GS_EXACT_COPIES; c++)
+                part[c] = c < nc ? gs_load_volatile((int64_t *)&copies[c] + t) : 0;
+            long long w = 0;
+#pragma unroll
+            for (unsigned int c = 0; c < GS_EXACT_COPIES; c++) {
+                w += part[c];
+                if (c < nc)
+                    ((int64_t *)&copies[c])[t] = 0;
+            }
+            if (t < GS_EXACT_LIMBS)
+                acc.limb[t] = (unsigned long long)w;
+            else if (t == GS_EXACT_LIMBS + 1)
+                acc.nan = (unsigned long long)w;
+            else if (t == GS_EXACT_LIMBS + 2)
+                acc.pos_inf = (unsigned long long)w;
+            else if (t == GS_EXACT_LIMBS + 3)
+                acc.neg_inf = (unsigned long long)w;
+            else if (t == GS_EXACT_LIMBS + 4)
+                acc.sign_clear = w != 0;
         }
-        __syncthreads();
-        if (t < GS_EXACT_ACC_WORDS)
-            words[t] = 0;
-        if (t == 0) {
-            exact_normalize(acc); /* the normalised limbs of < 2^31 blocks: never fails */
+        if (t == 0)
             gs_reset_counter(counter);
-        }
         __syncthreads();
     }
-
-    /* The result, from the block's (or the launch's) normalised accumulator. */
-    if (mode) {
-        gs_exact_acc *o = (gs_exact_acc *)out;
-        if (t < GS_EXACT_LIMBS)
-            o->limb[t] = (int64_t)acc.limb[t];
-        if (t == 0) {
-            o->count = (int64_t)n;
-            o->nan = (int64_t)acc.nan;
-            o->pos_inf = (int64_t)acc.pos_inf;
-            o->neg_inf = (int64_t)acc.neg_inf;
-            o->sign_clear = acc.sign_clear ? 1 : 0;
-            o->reserved[0] = o->reserved[1] = o->reserved[2] = 0;
-        }
-    } else if (t == 0) {
-        exact_round(acc, n, out, out_dtype);
-    }
+    /* the block's (or the launch's) accumulator, to the result */
+    exact_finish(acc, n, out, out_dtype, mode);
 }
 
 } // namespace gs

@@ -60,9 +60,10 @@
 #if GS_SEG_COUNTERS_OFFSET < GS_PARTIALS_OFFSET + GS_MAX_BLOCKS * GS_MAX_PARTIAL_BYTES
 #  error "segmented-reduction counters overlap gs_reduce's partials"
 #endif
-/* The exact sums' launch accumulator (a gs_exact_acc, 608 bytes) lies in the segmented
- * counters' region, which every kernel leaves zero (exact.cuh). */
-#if GS_SEG_COUNTERS_OFFSET % 8 != 0 || GS_SEG_COUNTERS_OFFSET + 608 > GS_WORKSPACE_BYTES
+/* The exact sums' launch accumulator (GS_EXACT_COPIES gs_exact_acc's of 608 bytes) lies in
+ * the segmented counters' region, which every kernel leaves zero (exact.cuh). */
+#define GS_EXACT_COPIES 8
+#if GS_SEG_COUNTERS_OFFSET % 8 != 0 || GS_SEG_COUNTERS_OFFSET + GS_EXACT_COPIES * 608 > GS_WORKSPACE_BYTES
 #  error "the exact accumulator does not fit in the workspace"
 #endif
 #if GS_SEG_MAX_CHUNKS(0) > GS_SEG_COUNTERS

@@ -2,8 +2,8 @@
  * unit suite: the host side of exact sums (core/exact.c: gs_exact_round, gs_exact_combine,
  * over internal/exact_format.h) against hostref's exact sum, a different big integer.
  *
- * Accumulators are built here a third way: each element's integer significand added, with
- * its sign, to the limbs it covers, and nothing carried, so the limbs are far from
+ * Accumulators' limbs are built here a third way: each element's integer significand added,
+ * with its sign, to the limbs it covers, and nothing carried, so the limbs are far from
  * normalised (negative, above 2^32) and rounding must cope. Fresh random data each run
  * (the seed is printed; GS_TEST_SEED replays it): the whole float64 exponent range,
  * heavy cancellation, values near ties of every type, subnormals, NaN/inf, signed zeros.
@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "exact_format.h"
 #include "exact_ref.h"
 #include "gridsync.h"
 #include "hostref.h"
@@ -37,24 +38,11 @@ static uint64_t rng;
 
 static const gs_dtype outs[4] = {GS_FLOAT64, GS_FLOAT32, GS_FLOAT16, GS_BFLOAT16};
 
-/* x added to acc without any carry: signed 32-bit pieces of its significand. */
-static void acc_add(gs_exact_acc *a, double x)
+/* A finite x added to acc's limbs without any carry: signed 32-bit pieces of its
+ * significand. */
+static void limbs_add(gs_exact_acc *a, double x)
 {
-    a->count++;
-    if (isnan(x)) {
-        a->nan++;
-        return;
-    }
-    if (!signbit(x))
-        a->sign_clear = 1;
-    if (isinf(x)) {
-        if (x > 0)
-            a->pos_inf++;
-        else
-            a->neg_inf++;
-        return;
-    }
-    if (x == 0)
+    if (!isfinite(x) || x == 0)
         return;
     int e;
     uint64_t m = (uint64_t)ldexp(frexp(fabs(x), &e), 53);
@@ -69,6 +57,23 @@ static void acc_add(gs_exact_acc *a, double x)
         const int64_t piece = (int64_t)(uint32_t)(v >> (32 * k));
         a->limb[bit / 32 + k] += x < 0 ? -piece : piece;
     }
+}
+
+/* The accumulator of xs[0, n): limbs as above, counts as hostref's exact sum keeps them
+ * (*ref gets that sum). */
+static void acc_of(const double *xs, int n, gs_exact_acc *a, hostref_exact *ref)
+{
+    memset(a, 0, sizeof *a);
+    hostref_exact_init(ref);
+    for (int i = 0; i < n; i++) {
+        limbs_add(a, xs[i]);
+        hostref_exact_add(ref, xs[i]);
+    }
+    a->count = (int64_t)ref->count;
+    a->nan = (int64_t)ref->nan;
+    a->pos_inf = (int64_t)ref->pos_inf;
+    a->neg_inf = (int64_t)ref->neg_inf;
+    a->sign_clear = ref->sign_clear;
 }
 
 static double rand_double(int lo, int hi)
@@ -113,6 +118,39 @@ static void compare(const char *what, const gs_exact_acc *acc, const hostref_exa
     }
 }
 
+/* The kernels' last step (backends/common/exact.cuh, exact_finish) on the host: from a
+ * normalised accumulator, the magnitude's digits by the parallel rule (above the lowest
+ * nonzero digit complemented, that digit 2^32 - d), cut to the top four digits and a
+ * sticky bit, rounded with gs_exact_round_mag; it must round as gs_exact_round does. */
+static uint64_t round_like_the_kernel(const gs_exact_acc *a, gs_dtype out)
+{
+    uint64_t bits;
+    if (gs_exact_round_special(a->nan, a->pos_inf, a->neg_inf, out, &bits))
+        return bits;
+    const int L = GS_EXACT_LIMBS, neg = a->limb[L - 1] < 0;
+    uint32_t mag[GS_EXACT_LIMBS];
+    int lo = L, hi = -1, sticky = 0;
+    for (int i = 0; i < L; i++)
+        if (neg && (uint32_t)a->limb[i] && lo == L)
+            lo = i;
+    for (int i = 0; i < L; i++) {
+        const uint32_t d = (uint32_t)a->limb[i];
+        mag[i] = !neg ? d : i < lo ? 0u : i == lo ? 0u - d : ~d;
+        if (mag[i])
+            hi = i;
+    }
+    if (hi < 0)
+        return gs_exact_round_zero(a->count, a->sign_clear, out);
+    for (int i = 0; i < hi - 3; i++)
+        sticky |= mag[i] != 0;
+    const int base = hi >= 3 ? hi - 3 : 0;
+    uint32_t m[4] = {0, 0, 0, 0};
+    for (int i = 0; base + i <= hi && i < 4; i++)
+        m[i] = mag[base + i];
+    m[0] |= base > 0 && sticky ? 1u : 0u;
+    return gs_exact_round_mag(m, hi - base, base, neg, out);
+}
+
 static void random_cases(int rounds)
 {
     enum { MAXN = 300 };
@@ -120,13 +158,9 @@ static void random_cases(int rounds)
     for (int r = 0; r < rounds; r++) {
         const int n = (int)(hostref_rand(&rng) % MAXN), kind = (int)(hostref_rand(&rng) % 6);
         draw(xs, n, kind);
-        gs_exact_acc whole = {0};
+        gs_exact_acc whole;
         hostref_exact ref;
-        hostref_exact_init(&ref);
-        for (int i = 0; i < n; i++) {
-            acc_add(&whole, xs[i]);
-            hostref_exact_add(&ref, xs[i]);
-        }
+        acc_of(xs, n, &whole, &ref);
         char what[64];
         snprintf(what, sizeof what, "round %d (kind %d, n %d), raw limbs", r, kind, n);
         compare(what, &whole, &ref);
@@ -139,9 +173,9 @@ static void random_cases(int rounds)
         int at = 0;
         for (int s = 0; s < R; s++) {
             const int len = s == R - 1 ? n - at : (int)(hostref_rand(&rng) % (uint64_t)(n - at + 1));
-            gs_exact_acc shard = {0}, norm = {0};
-            for (int i = at; i < at + len; i++)
-                acc_add(&shard, xs[i]);
+            gs_exact_acc shard, norm = {0};
+            hostref_exact shard_ref;
+            acc_of(xs + at, len, &shard, &shard_ref);
             at += len;
             CHECK(gs_exact_combine(&norm, &shard) == GS_SUCCESS, "combine: %s", gs_last_error_message());
             for (int i = 0; i < GS_EXACT_LIMBS - 1; i++)
@@ -157,6 +191,13 @@ static void random_cases(int rounds)
         compare(what, &summed, &ref);
         snprintf(what, sizeof what, "round %d: %d shards combined", r, R);
         compare(what, &combined, &ref);
+        for (int k = 0; k < 4; k++) {
+            uint64_t lib = 0;
+            gs_exact_round(&combined, outs[k], &lib);
+            const uint64_t kern = round_like_the_kernel(&combined, outs[k]);
+            CHECK(kern == lib, "round %d, output %d: the kernels' rounding gives %" PRIx64 ", gs_exact_round %" PRIx64,
+                  r, k, kern, lib);
+        }
     }
 }
 
