@@ -1,0 +1,219 @@
+/*
+ * gridsync-bench-exact: the default gs_reduce SUM against the correctly rounded one
+ * (gs_reduce_ex with GS_REDUCE_EXACT, docs/semantics.md §12) on the same device buffers,
+ * for float32, float64, float16 and bfloat16 at 2^10 .. 2^28 elements, per backend.
+ *
+ * Each time is the median of `repeats` measurements; one measurement is a run of
+ * back-to-back calls on one stream between two events, divided by the calls (the per-call
+ * cost a loop of reductions sees). Default and exact alternate, so drifts of clock and
+ * temperature hit both. Data: uniform in [-1, 1), made on the device from a seed; every
+ * exact result is checked bitwise against hostref's exact sum (sizes up to 2^24) or
+ * against the other backend's (beyond), so a fast wrong answer cannot pass.
+ *
+ *   gridsync-bench-exact [--quick] [--csv FILE] [--max-log2 N]
+ *
+ * Prints a table: dtype, n, backend, default us, exact us, exact/default throughput,
+ * exact - default in us.
+ */
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include "exact_ref.h"
+#include "gridsync.h"
+#include "hostref.h"
+
+#define CK(call)                                                                                      \
+    do {                                                                                              \
+        cudaError_t e_ = (call);                                                                      \
+        if (e_ != cudaSuccess) {                                                                      \
+            fprintf(stderr, "FATAL %s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+            exit(1);                                                                                  \
+        }                                                                                             \
+    } while (0)
+#define GS(call)                                                                                      \
+    do {                                                                                              \
+        gs_status s_ = (call);                                                                        \
+        if (s_ != GS_SUCCESS) {                                                                       \
+            fprintf(stderr, "FATAL %s:%d: %s: %s\n", __FILE__, __LINE__, #call, gs_last_error_message()); \
+            exit(1);                                                                                  \
+        }                                                                                             \
+    } while (0)
+
+/* Element i: uniform in [-1, 1) from a hash of (seed, i), rounded to the type. */
+__device__ inline double unit_of(uint64_t seed, uint64_t i)
+{
+    uint64_t z = seed + i * 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return (double)(int64_t)z * 0x1p-63;
+}
+template <typename T> __global__ void fill(T *p, uint64_t n, uint64_t seed)
+{
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
+        p[i] = (T)unit_of(seed, i);
+}
+__global__ void fill_half(unsigned short *p, uint64_t n, uint64_t seed, int bf16)
+{
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
+        const float f = (float)unit_of(seed, i);
+        unsigned int b;
+        memcpy(&b, &f, 4);
+        /* float16: the exponent rebased, 10 bits of significand kept (|f| < 1: no overflow;
+         * values below 2^-14 become 0, fine for a benchmark); bfloat16: the top half */
+        const unsigned int e = (b >> 23) & 0xff;
+        const unsigned short h = e < 113 ? (unsigned short)((b >> 16) & 0x8000)
+                                         : (unsigned short)(((b >> 16) & 0x8000) | ((e - 112) << 10) | ((b >> 13) & 0x3ff));
+        p[i] = bf16 ? (unsigned short)(b >> 16) : h;
+    }
+}
+
+struct Ctx {
+    const char *backend;
+    gs_context *ctx;
+};
+
+static const char *tname(gs_dtype t)
+{
+    return t == GS_FLOAT64 ? "f64" : t == GS_FLOAT32 ? "f32" : t == GS_FLOAT16 ? "f16" : "bf16";
+}
+
+static double median(std::vector<double> v)
+{
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+int main(int argc, char **argv)
+{
+    bool quick = false;
+    const char *csv_path = nullptr;
+    int max_log2 = 28;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick"))
+            quick = true;
+        else if (!strcmp(argv[i], "--csv") && i + 1 < argc)
+            csv_path = argv[++i];
+        else if (!strcmp(argv[i], "--max-log2") && i + 1 < argc)
+            max_log2 = atoi(argv[++i]);
+        else {
+            fprintf(stderr, "usage: %s [--quick] [--csv FILE] [--max-log2 N]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (quick)
+        max_log2 = std::min(max_log2, 22);
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        printf("SKIP: no CUDA device\n");
+        return 77;
+    }
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    CK(cudaSetDevice(0));
+    CK(cudaFree(0));
+    std::vector<Ctx> ctxs = {{"cuda_sm20", nullptr}, {"cuda_sm11_compat", nullptr}};
+    for (auto &c : ctxs) {
+        setenv("GRIDSYNC_BACKEND", c.backend, 1);
+        GS(gs_context_create(0, &c.ctx));
+    }
+    unsetenv("GRIDSYNC_BACKEND");
+    const uint64_t seed = 0x5eed0000ull + (uint64_t)time(nullptr);
+    printf("device %s, seed %" PRIu64 "\n", prop.name, seed);
+
+    const uint64_t max_n = 1ull << max_log2;
+    void *buf;
+    CK(cudaMalloc(&buf, max_n * 8));
+    void *out;
+    CK(cudaMalloc(&out, 64));
+    cudaStream_t stream;
+    CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    FILE *csv = csv_path ? fopen(csv_path, "w") : nullptr;
+    if (csv)
+        fprintf(csv, "device,dtype,n,backend,default_us,exact_us,ratio,delta_us\n");
+    printf("%-5s %10s %-17s %11s %11s %8s %9s\n", "dtype", "n", "backend", "default us", "exact us", "ratio",
+           "delta us");
+    const gs_dtype types[4] = {GS_FLOAT32, GS_FLOAT64, GS_FLOAT16, GS_BFLOAT16};
+    int failures = 0;
+    std::vector<unsigned char> host;
+    for (gs_dtype t : types) {
+        const size_t esize = t == GS_FLOAT64 ? 8 : t == GS_FLOAT32 ? 4 : 2;
+        for (int lg = 10; lg <= max_log2; lg += 2) {
+            const uint64_t n = 1ull << lg;
+            if (t == GS_FLOAT32)
+                fill<float><<<1024, 256, 0, stream>>>((float *)buf, n, seed + lg);
+            else if (t == GS_FLOAT64)
+                fill<double><<<1024, 256, 0, stream>>>((double *)buf, n, seed + lg);
+            else
+                fill_half<<<1024, 256, 0, stream>>>((unsigned short *)buf, n, seed + lg, t == GS_BFLOAT16);
+            CK(cudaStreamSynchronize(stream));
+            uint64_t want = 0, first_exact = 0;
+            const bool check_host = lg <= 24;
+            if (check_host) {
+                host.resize(n * esize);
+                CK(cudaMemcpy(host.data(), buf, n * esize, cudaMemcpyDeviceToHost));
+                want = hostref_exact_sum(t, host.data(), n, t);
+            }
+            for (size_t c = 0; c < ctxs.size(); c++) {
+                gs_reduce_options exact = {};
+                exact.struct_size = sizeof exact;
+                exact.out_dtype = GS_OUT_DEFAULT;
+                exact.flags = GS_REDUCE_EXACT;
+                /* calls per measurement: about 2 ms of work, at least 3 */
+                const double est_us = 5.0 + (double)(n * esize) / 2.5e6;
+                const int calls = std::max(3, (int)(2000.0 / est_us));
+                const int repeats = quick ? 5 : 9;
+                std::vector<double> td, te;
+                for (int r = 0; r < repeats + 1; r++) {
+                    for (int v = 0; v < 2; v++) {
+                        CK(cudaEventRecord(e0, stream));
+                        for (int k = 0; k < calls; k++)
+                            GS(gs_reduce_ex(ctxs[c].ctx, buf, n, t, GS_OP_SUM, out, stream, v ? &exact : nullptr));
+                        CK(cudaEventRecord(e1, stream));
+                        CK(cudaEventSynchronize(e1));
+                        float ms;
+                        CK(cudaEventElapsedTime(&ms, e0, e1));
+                        if (r > 0) /* the first round warms up */
+                            (v ? te : td).push_back(1000.0 * ms / calls);
+                    }
+                }
+                uint64_t got = 0;
+                CK(cudaMemcpy(&got, out, esize, cudaMemcpyDeviceToHost));
+                if (check_host && !hostref_exact_same(t, got, want)) {
+                    fprintf(stderr, "FAIL: %s exact %s n %" PRIu64 ": 0x%" PRIx64 ", want 0x%" PRIx64 "\n",
+                            ctxs[c].backend, tname(t), n, got, want);
+                    failures++;
+                }
+                if (c == 0)
+                    first_exact = got;
+                else if (got != first_exact) {
+                    fprintf(stderr, "FAIL: backends disagree on exact %s n %" PRIu64 "\n", tname(t), n);
+                    failures++;
+                }
+                const double d = median(td), x = median(te);
+                printf("%-5s %10" PRIu64 " %-17s %11.2f %11.2f %8.3f %9.2f\n", tname(t), n,
+                       ctxs[c].backend, d, x, d / x, x - d);
+                if (csv)
+                    fprintf(csv, "\"%s\",%s,%" PRIu64 ",%s,%.3f,%.3f,%.4f,%.3f\n", prop.name, tname(t), n,
+                            ctxs[c].backend, d, x, d / x, x - d);
+            }
+        }
+    }
+    if (csv)
+        fclose(csv);
+    for (auto &c : ctxs)
+        gs_context_destroy(c.ctx);
+    printf("%s\n", failures ? "FAILED" : "all exact results checked");
+    return failures ? 1 : 0;
+}
