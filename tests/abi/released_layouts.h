@@ -20,6 +20,9 @@
 #define CONTEXT_INFO_1_0_SIZE 56
 #define REDUCE_OPTIONS_1_0(X, T) X(T, struct_size, 0) X(T, out_dtype, 4)
 #define REDUCE_OPTIONS_1_0_SIZE 8
+/* gridsync.h, 0.3.0 (GRIDSYNC_1.2): flags appended */
+#define REDUCE_OPTIONS_1_2(X, T) REDUCE_OPTIONS_1_0(X, T) X(T, flags, 8)
+#define REDUCE_OPTIONS_1_2_SIZE 12
 
 /* Backend ABI 1.0 (gridsync 0.1.0); the sizes are the frozen header's GS_BACKEND_*_V1_0_SIZE. */
 #define BACKEND_HOST_1_0(X, T)                                                       \
@@ -47,5 +50,10 @@
     X(T, struct_size, 0) X(T, dtype, 4) X(T, op, 8) X(T, out_dtype, 12) X(T, in, 16) \
     X(T, n, 24) X(T, offsets, 32) X(T, num_segments, 40) X(T, out, 48)               \
     X(T, stream, 56) X(T, workspace, 64) X(T, workspace_bytes, 72)
+
+/* Backend ABI 1.2 (gridsync 0.3.0): flags appended to the reduce args, query_reduce_flags
+ * to the ops. */
+#define BACKEND_REDUCE_ARGS_1_2(X, T) BACKEND_REDUCE_ARGS_1_0(X, T) X(T, flags, 64)
+#define BACKEND_OPS_1_2(X, T) BACKEND_OPS_1_1(X, T) X(T, query_reduce_flags, 64)
 
 #endif

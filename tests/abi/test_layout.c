@@ -11,7 +11,7 @@
 #include "check.h"
 #include "gridsync.h"
 #include "gridsync_backend.h"
-#include "gridsync_backend_v1_1.h"
+#include "gridsync_backend_v1_2.h"
 #include "released_layouts.h"
 
 /* Every member of `list` at its released offset in `type`, and `type` no smaller than it
@@ -35,12 +35,12 @@ int main(void)
     CHECK_INT(sizeof(gs_op), 4);
 
     CHECK_LAYOUT(gs_context_info, CONTEXT_INFO_1_0, CONTEXT_INFO_1_0_SIZE);
-    CHECK_LAYOUT(gs_reduce_options, REDUCE_OPTIONS_1_0, REDUCE_OPTIONS_1_0_SIZE);
+    CHECK_LAYOUT(gs_reduce_options, REDUCE_OPTIONS_1_2, REDUCE_OPTIONS_1_2_SIZE);
     CHECK_LAYOUT(gs_backend_host, BACKEND_HOST_1_0, GS_BACKEND_HOST_V1_0_SIZE);
     CHECK_LAYOUT(gs_backend_device, BACKEND_DEVICE_1_0, GS_BACKEND_DEVICE_V1_0_SIZE);
-    CHECK_LAYOUT(gs_backend_reduce_args, BACKEND_REDUCE_ARGS_1_0, GS_BACKEND_REDUCE_ARGS_V1_0_SIZE);
-    CHECK_LAYOUT(gs_backend_segmented_args, BACKEND_SEGMENTED_ARGS_1_1, GS_BACKEND_SEGMENTED_ARGS_V1_1_SIZE);
-    CHECK_LAYOUT(gs_backend_ops, BACKEND_OPS_1_1, GS_BACKEND_OPS_V1_1_SIZE);
+    CHECK_LAYOUT(gs_backend_reduce_args, BACKEND_REDUCE_ARGS_1_2, GS_BACKEND_REDUCE_ARGS_V1_2_SIZE);
+    CHECK_LAYOUT(gs_backend_segmented_args, BACKEND_SEGMENTED_ARGS_1_1, GS_BACKEND_SEGMENTED_ARGS_V1_2_SIZE);
+    CHECK_LAYOUT(gs_backend_ops, BACKEND_OPS_1_2, GS_BACKEND_OPS_V1_2_SIZE);
 
     /* The ABI version a 1.0 backend was built with must still be what this header says
      * is compatible: same major. */

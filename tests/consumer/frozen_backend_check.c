@@ -24,6 +24,11 @@
 #  define FROZEN_VERSION "1.1"
 #  define FROZEN_SUFFIX _v1_1
 #  define FROZEN_SUFFIX_U V1_1
+#elif FROZEN_MINOR == 2
+#  include "gridsync_backend_v1_2.h"
+#  define FROZEN_VERSION "1.2"
+#  define FROZEN_SUFFIX _v1_2
+#  define FROZEN_SUFFIX_U V1_2
 #else
 #  error "FROZEN_MINOR must name a released backend ABI minor"
 #endif
@@ -59,12 +64,18 @@ BACKEND_HOST_1_0(SAME, gs_backend_host)
 COVERS(gs_backend_device, FROZEN_U(GS_BACKEND_DEVICE_, _SIZE))
 BACKEND_DEVICE_1_0(SAME, gs_backend_device)
 COVERS(gs_backend_reduce_args, FROZEN_U(GS_BACKEND_REDUCE_ARGS_, _SIZE))
-BACKEND_REDUCE_ARGS_1_0(SAME, gs_backend_reduce_args)
 COVERS(gs_backend_ops, FROZEN_U(GS_BACKEND_OPS_, _SIZE))
 #if FROZEN_MINOR == 0
+BACKEND_REDUCE_ARGS_1_0(SAME, gs_backend_reduce_args)
 BACKEND_OPS_1_0(SAME_PLACE, gs_backend_ops)
-#else
+#elif FROZEN_MINOR == 1
+BACKEND_REDUCE_ARGS_1_0(SAME, gs_backend_reduce_args)
 BACKEND_OPS_1_1(SAME_PLACE, gs_backend_ops)
+#else
+BACKEND_REDUCE_ARGS_1_2(SAME, gs_backend_reduce_args)
+BACKEND_OPS_1_2(SAME_PLACE, gs_backend_ops)
+#endif
+#if FROZEN_MINOR >= 1
 COVERS(gs_backend_segmented_args, FROZEN_U(GS_BACKEND_SEGMENTED_ARGS_, _SIZE))
 BACKEND_SEGMENTED_ARGS_1_1(SAME, gs_backend_segmented_args)
 #endif
