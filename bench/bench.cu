@@ -17,7 +17,7 @@
  * bandwidth (cudaMemcpy device to device, bytes read + written).
  *
  * Writes one CSV row per measurement as soon as it has it (flushed), prints progress and,
- * at the end, a summary of the gridsync/CUB ratios against issue 4's targets. Every CUDA
+ * at the end, a summary of the gridsync/CUB ratios against bench/README.md's targets. Every CUDA
  * call is checked; a watchdog ends the program (exit 3) after --max-seconds whatever
  * happens. Exit status: 0 all checks passed, 2 some result mismatched, 3 watchdog or sweep
  * aborted, 1 setup failure, 77 no CUDA device.
@@ -270,7 +270,7 @@ static Options parse(int argc, char **argv)
         o.latency_runs = 11;
     }
     if (o.runs < 7)
-        o.runs = 7; /* issue 4: the median of at least 7 runs */
+        o.runs = 7; /* the median of at least 7 runs (bench/README.md) */
     if (!(o.target_ms > 0))
         o.target_ms = 2.0;
     std::sort(o.sizes.begin(), o.sizes.end());

@@ -112,7 +112,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: gridsync-bench-segmented [options]\n"
             "  --csv PATH          CSV output (default segmented.csv), written row by row\n"
-            "  --summary PATH      also write the summary (ratios against issue 7's targets) there\n"
+            "  --summary PATH      also write the summary (ratios against the targets of bench/README.md) there\n"
             "  --quick             layouts of about 2^22 elements instead of 2^26; 9 runs of 10 calls\n"
             "  --layouts LIST      of uniform,powerlaw,giant,tiny (default all)\n"
             "  --backends LIST     gridsync backends (default cuda_sm20,cuda_sm11_compat)\n"
@@ -160,7 +160,7 @@ static Options parse(int argc, char **argv)
             o.calls = 10;
     }
     if (o.runs < 9)
-        o.runs = 9; /* issue 7: the median of at least 9 runs */
+        o.runs = 9; /* the median of at least 9 runs (bench/README.md) */
     if (o.calls < 1)
         o.calls = 1;
     if (!(o.alpha > 0))

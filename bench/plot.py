@@ -9,7 +9,7 @@ Writes into OUTDIR (default: the CSV's folder):
                    dashed = rotating copies with the L2 flushed (only where the input fits in L2)
   bench_gbps.png   the same as GB/s of input read, with the measured device copy bandwidth
                    and the datasheet peak as horizontal lines
-  bench_ratio.png  gridsync time / CUB time (lower is better) with issue 4's targets as a step
+  bench_ratio.png  gridsync time / CUB time (lower is better) with bench/README.md's targets as a step
 Only the standard library and matplotlib; a missing matplotlib is reported, not fatal (exit 0).
 """
 import csv
@@ -147,7 +147,7 @@ def main():
         finish(fig, axes, name)
 
     # ratio to CUB
-    fig, axes = grid("gridsync time / CUB time (lower is better; step = issue 4 target)")
+    fig, axes = grid("gridsync time / CUB time (lower is better; step = target)")
     for i, op in enumerate(ops):
         for j, dt in enumerate(dtypes):
             ax = axes[i][j]

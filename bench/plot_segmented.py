@@ -5,7 +5,7 @@
 
 Writes OUT.png (default: segmented.png beside the CSV): left, throughput (GB/s of input +
 offsets + output bytes) per layout, grouped bars gridsync-sm20 / gridsync-sm11 / CUB, each
-gridsync bar labelled with its throughput relative to CUB and issue 7's target; right,
+gridsync bar labelled with its throughput relative to CUB and its target (bench/README.md); right,
 time per call (log scale) with the min..max of the runs as error bars. An implementation
 that failed its check or was not measured has no bar (and is named under the axis).
 Only the standard library and matplotlib; a missing matplotlib is reported, not fatal (exit 0).

@@ -1,11 +1,11 @@
 #!/bin/bash
-# The benchmark of issue 4 in one go, for a GPU machine (bench/README.md):
+# The gs_reduce benchmark in one go, for a GPU machine (bench/README.md):
 # build with -Dbench=enabled, run the sweep, plot, and record how it was made.
 #
 #   bash bench/run.sh OUTDIR [gridsync-bench options, e.g. --quick or --sizes 10-24]
 #
 # OUTDIR receives: bench.csv (one row per measurement, written as it goes), summary.txt
-# (the ratios against issue 4's targets), bench_time.png, bench_gbps.png, bench_ratio.png,
+# (the ratios against bench/README.md's targets), bench_time.png, bench_gbps.png, bench_ratio.png,
 # env.txt (exact command, GPU, driver, toolkit, git commit), run.log (everything printed),
 # build.log. Environment: BUILDDIR (default build-bench), ARCHS (default 90, the H100's;
 # "auto" builds every architecture and takes much longer), BENCH_TIMEOUT (seconds, default

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The segmented-reduction benchmark of issue 7 in one go, for a GPU machine
+# The segmented-reduction benchmark in one go, for a GPU machine
 # (bench/README.md, "Segmented reduction"): build with -Dbench=enabled, run
 # gridsync-bench-segmented (gs_segmented_reduce per backend against
 # cub::DeviceSegmentedReduce::Sum on four layouts), plot, and record how it was made.
@@ -7,7 +7,7 @@
 #   bash bench/run_segmented.sh OUTDIR [gridsync-bench-segmented options, e.g. --quick]
 #
 # OUTDIR receives: segmented.csv (one row per layout x implementation, written as it goes),
-# segmented_summary.txt (throughput ratios against issue 7's targets, met / NOT MET per
+# segmented_summary.txt (throughput ratios against bench/README.md's targets, met / NOT MET per
 # layout and backend; checks), segmented.png, env.txt (exact command, GPU, driver, toolkit,
 # git commit), run.log (everything printed), build.log. Use an OUTDIR of its own: bench/run.sh
 # also writes env.txt and run.log.
