@@ -1,5 +1,6 @@
 /*
- * Every exported function but the two of error.c, along the call path of docs/design.md:
+ * Every exported function but error.c's two (statuses) and exact.c's two (the host-only
+ * accumulator functions), along the call path of docs/design.md:
  * clear the thread's error, check the arguments (validate.c: the cheap checks first, they
  * need no driver), resolve the context (context.c), check what needs the driver, and queue
  * the backend's one launch on the stream's workspace (launch(), workspace.c).
