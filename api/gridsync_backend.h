@@ -36,52 +36,39 @@ extern "C" {
 #define GS_LOG_ERROR GS_LOG_ERROR_V1_2
 
 /*
- * The current structs are the newest version's member lists (gridsync_backend_v1_2.h, which
- * begins with gridsync_backend_v1_1.h's, which begin with gridsync_backend_v1.h's): the
- * members and what each means are written there, once. A new minor adds gridsync_backend_v1_<minor>.h and points these at its lists.
+ * The current structs are laid out from the newest version's member lists
+ * (gridsync_backend_v1_2.h, which begins with gridsync_backend_v1_1.h's, which begin with
+ * gridsync_backend_v1.h's): the members and what each means are written there, once.
+ * GS_BACKEND_DEFINE_STRUCTS (gridsync_backend_v1_1.h) defines them and the entry point's
+ * type; the empty suffix gives the current names. A new minor adds
+ * gridsync_backend_v1_<minor>.h and points the line below at its lists.
+ *
+ * gs_backend_host: what the core gives a backend: driver entry points and services.
+ *
+ * gs_backend_device: the device a backend instance is opened for.
+ *
+ * gs_backend_reduce_args: one reduction. Validated by the core: in/out non-NULL (unless
+ * n == 0 for in), aligned and device-accessible, dtype/op/out_dtype in range and supported
+ * by the backend (query_reduce), workspace as large as the backend's workspace_size and
+ * private to `stream`.
+ *
+ * gs_backend_segmented_args: one segmented reduction (ABI 1.1). Validated by the core like
+ * gs_backend_reduce_args: in (n elements), offsets (num_segments + 1 int64 values) and out
+ * (num_segments results of out_dtype) aligned and device-accessible, num_segments >= 1, the
+ * dtype/op pair one that query_reduce accepts with the default out_dtype. The offsets
+ * themselves are NOT validated (they live in device memory): the backend must stay inside
+ * in[0, n), out[0, num_segments) and its workspace whatever they hold, and leave the
+ * workspace ready for the next launch.
+ *
+ * gs_backend_ops: what a backend implements: struct_size, abi_version and name, then its
+ * functions.
+ *
+ * gs_backend_entry_v1_fn: the entry point every backend exports under
+ * GS_BACKEND_ENTRY_V1_NAME. The backend checks GS_BACKEND_ABI_VERSION_MAJOR(core_abi_version)
+ * itself (and returns GS_ERROR_BACKEND_ABI_MISMATCH when it differs), keeps `host`, and
+ * stores its ops in *ops.
  */
-
-/* What the core gives a backend: driver entry points and services. */
-typedef struct gs_backend_host {
-    GS_BACKEND_HOST_V1_2_MEMBERS
-} gs_backend_host;
-
-/* The device a backend instance is opened for. */
-typedef struct gs_backend_device {
-    GS_BACKEND_DEVICE_V1_2_MEMBERS
-} gs_backend_device;
-
-/* One reduction. Validated by the core: in/out non-NULL (unless n == 0 for in), aligned
- * and device-accessible, dtype/op/out_dtype in range and supported by the backend
- * (query_reduce), workspace as large as the backend's workspace_size and private to
- * `stream`. */
-typedef struct gs_backend_reduce_args {
-    GS_BACKEND_REDUCE_ARGS_V1_2_MEMBERS
-} gs_backend_reduce_args;
-
-/* One segmented reduction (ABI 1.1). Validated by the core like gs_backend_reduce_args:
- * in (n elements), offsets (num_segments + 1 int64 values) and out (num_segments results
- * of out_dtype) aligned and device-accessible, num_segments >= 1, the dtype/op pair one
- * that query_reduce accepts with the default out_dtype. The offsets themselves are NOT
- * validated (they live in device memory): the backend must stay inside in[0, n),
- * out[0, num_segments) and its workspace whatever they hold, and leave the workspace
- * ready for the next launch. */
-typedef struct gs_backend_segmented_args {
-    GS_BACKEND_SEGMENTED_ARGS_V1_2_MEMBERS
-} gs_backend_segmented_args;
-
-/* What a backend implements: struct_size, abi_version and name, then its functions. */
-typedef struct gs_backend_ops {
-    GS_BACKEND_OPS_V1_2_MEMBERS(gs_backend_device, gs_backend_reduce_args, gs_backend_segmented_args)
-} gs_backend_ops;
-
-/*
- * The entry point every backend exports under GS_BACKEND_ENTRY_V1_NAME. The backend checks
- * GS_BACKEND_ABI_VERSION_MAJOR(core_abi_version) itself (and returns
- * GS_ERROR_BACKEND_ABI_MISMATCH when it differs), keeps `host`, and stores its ops in *ops.
- */
-typedef gs_status (*gs_backend_entry_v1_fn)(uint32_t core_abi_version, const gs_backend_host *host,
-                                            const gs_backend_ops **ops);
+GS_BACKEND_DEFINE_STRUCTS(V1_2, , gs_backend_entry_v1_fn);
 
 #ifdef __cplusplus
 }

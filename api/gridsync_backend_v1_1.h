@@ -71,28 +71,35 @@ extern "C" {
      * answers gs_segmented_reduce with GS_ERROR_UNSUPPORTED. */                        \
     gs_status (*segmented_reduce)(gs_backend_instance *instance, const segmented_args_t *args);
 
-typedef struct gs_backend_host_v1_1 {
-    GS_BACKEND_HOST_V1_1_MEMBERS
-} gs_backend_host_v1_1;
+/*
+ * GS_BACKEND_DEFINE_STRUCTS(V, sfx, entry_fn) defines the types of one backend ABI version,
+ * from 1.1 on, out of that version's member lists GS_BACKEND_<STRUCT>_<V>_MEMBERS:
+ *   struct gs_backend_host<sfx>            (and a typedef of the same name),
+ *   struct gs_backend_device<sfx>,
+ *   struct gs_backend_reduce_args<sfx>,
+ *   struct gs_backend_segmented_args<sfx>,
+ *   struct gs_backend_ops<sfx>             (its functions take that version's structs),
+ * and entry_fn, the type of the entry point that takes that version's host and ops.
+ * Below, GS_BACKEND_DEFINE_STRUCTS(V1_1, _v1_1, ...) gives the gs_backend_*_v1_1 structs;
+ * gridsync_backend.h passes an empty sfx for the current names. Every version keeps its own
+ * struct tags (gridsync_backend_v1.h says why); the macro only writes their typedefs once.
+ * 1.0 had four structs and a two-argument ops list: gridsync_backend_v1.h writes its own.
+ */
+#define GS_BACKEND_DEFINE_STRUCT(tag, members) typedef struct tag { members } tag;
+#define GS_BACKEND_DEFINE_STRUCTS(V, sfx, entry_fn)                                               \
+    GS_BACKEND_DEFINE_STRUCT(gs_backend_host##sfx, GS_BACKEND_HOST_##V##_MEMBERS)                   \
+    GS_BACKEND_DEFINE_STRUCT(gs_backend_device##sfx, GS_BACKEND_DEVICE_##V##_MEMBERS)               \
+    GS_BACKEND_DEFINE_STRUCT(gs_backend_reduce_args##sfx, GS_BACKEND_REDUCE_ARGS_##V##_MEMBERS)     \
+    GS_BACKEND_DEFINE_STRUCT(gs_backend_segmented_args##sfx,                                      \
+                             GS_BACKEND_SEGMENTED_ARGS_##V##_MEMBERS)                             \
+    GS_BACKEND_DEFINE_STRUCT(gs_backend_ops##sfx,                                                 \
+                             GS_BACKEND_OPS_##V##_MEMBERS(gs_backend_device##sfx,                 \
+                                                          gs_backend_reduce_args##sfx,            \
+                                                          gs_backend_segmented_args##sfx))        \
+    typedef gs_status (*entry_fn)(uint32_t core_abi_version, const gs_backend_host##sfx *host,     \
+                                  const gs_backend_ops##sfx **ops)
 
-typedef struct gs_backend_device_v1_1 {
-    GS_BACKEND_DEVICE_V1_1_MEMBERS
-} gs_backend_device_v1_1;
-
-typedef struct gs_backend_reduce_args_v1_1 {
-    GS_BACKEND_REDUCE_ARGS_V1_1_MEMBERS
-} gs_backend_reduce_args_v1_1;
-
-typedef struct gs_backend_segmented_args_v1_1 {
-    GS_BACKEND_SEGMENTED_ARGS_V1_1_MEMBERS
-} gs_backend_segmented_args_v1_1;
-
-typedef struct gs_backend_ops_v1_1 {
-    GS_BACKEND_OPS_V1_1_MEMBERS(gs_backend_device_v1_1, gs_backend_reduce_args_v1_1, gs_backend_segmented_args_v1_1)
-} gs_backend_ops_v1_1;
-
-typedef gs_status (*gs_backend_entry_v1_1_fn)(uint32_t core_abi_version, const gs_backend_host_v1_1 *host,
-                                              const gs_backend_ops_v1_1 **ops);
+GS_BACKEND_DEFINE_STRUCTS(V1_1, _v1_1, gs_backend_entry_v1_1_fn);
 
 #ifdef __cplusplus
 }

@@ -56,28 +56,8 @@ extern "C" {
     gs_status (*query_reduce_flags)(const gs_backend_instance *instance, gs_dtype dtype, gs_op op, \
                                     gs_dtype out_dtype, uint32_t flags);
 
-typedef struct gs_backend_host_v1_2 {
-    GS_BACKEND_HOST_V1_2_MEMBERS
-} gs_backend_host_v1_2;
-
-typedef struct gs_backend_device_v1_2 {
-    GS_BACKEND_DEVICE_V1_2_MEMBERS
-} gs_backend_device_v1_2;
-
-typedef struct gs_backend_reduce_args_v1_2 {
-    GS_BACKEND_REDUCE_ARGS_V1_2_MEMBERS
-} gs_backend_reduce_args_v1_2;
-
-typedef struct gs_backend_segmented_args_v1_2 {
-    GS_BACKEND_SEGMENTED_ARGS_V1_2_MEMBERS
-} gs_backend_segmented_args_v1_2;
-
-typedef struct gs_backend_ops_v1_2 {
-    GS_BACKEND_OPS_V1_2_MEMBERS(gs_backend_device_v1_2, gs_backend_reduce_args_v1_2, gs_backend_segmented_args_v1_2)
-} gs_backend_ops_v1_2;
-
-typedef gs_status (*gs_backend_entry_v1_2_fn)(uint32_t core_abi_version, const gs_backend_host_v1_2 *host,
-                                              const gs_backend_ops_v1_2 **ops);
+/* The gs_backend_*_v1_2 types, from the lists above (gridsync_backend_v1_1.h has the macro). */
+GS_BACKEND_DEFINE_STRUCTS(V1_2, _v1_2, gs_backend_entry_v1_2_fn);
 
 #ifdef __cplusplus
 }
