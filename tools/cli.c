@@ -301,6 +301,22 @@ void common_opts_done(common_opts *o)
         o->seed = time_seed();
 }
 
+int parse_command_line(int argc, char **argv, const char *usage, unsigned which, common_opts *o, own_opt_fn own,
+                       void *state)
+{
+    common_opts_init(o);
+    for (int i = 0; i < argc; i++) {
+        if (is_help(argv[i])) {
+            fputs(usage, stdout);
+            return 1;
+        }
+        if (!take_common_opt(argc, argv, &i, which, o) && !(own && own(argc, argv, &i, state)))
+            usage_error("%s: unknown option '%s'", g_cmd, argv[i]);
+    }
+    common_opts_done(o);
+    return 0;
+}
+
 /* ======================================================================================
  * Common setup: a gridsync context and the CUDA context for the tool's own calls.
  * ====================================================================================== */

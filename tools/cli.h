@@ -112,6 +112,15 @@ void common_opts_init(common_opts *o);
 int take_common_opt(int argc, char **argv, int *i, unsigned which, common_opts *o);
 /* After parsing: the seed from the clock unless --seed gave one. */
 void common_opts_done(common_opts *o);
+/* A command's own options: takes argv[*i] (and its value, advancing *i) into `state` and
+ * returns 1, or returns 0 when argv[*i] is none of them. */
+typedef int (*own_opt_fn)(int argc, char **argv, int *i, void *state);
+/* A command's whole command line, in order: --help prints `usage` and returns 1 (the
+ * command then exits EXIT_OK); the common options `which` go to *o (initialised here and
+ * finished with common_opts_done), the command's own to own(state) (own NULL: it has
+ * none); anything else is a usage error. Returns 0 when the command is to run. */
+int parse_command_line(int argc, char **argv, const char *usage, unsigned which, common_opts *o, own_opt_fn own,
+                       void *state);
 
 /* ---- the device session (cli.c) ---- */
 typedef struct session {

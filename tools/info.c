@@ -90,15 +90,8 @@ static int print_device(int d)
 int cmd_info(int argc, char **argv)
 {
     common_opts c;
-    common_opts_init(&c);
-    for (int i = 0; i < argc; i++) {
-        if (is_help(argv[i])) {
-            fputs(k_usage_info, stdout);
-            return EXIT_OK;
-        } else if (!take_common_opt(argc, argv, &i, 0, &c)) {
-            usage_error("info: unknown option '%s'", argv[i]);
-        }
-    }
+    if (parse_command_line(argc, argv, k_usage_info, 0, &c, NULL, NULL))
+        return EXIT_OK;
     json_str("command", "info");
 
     int driver = 0, count = 0;

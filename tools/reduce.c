@@ -83,35 +83,42 @@ static void describe_text(const dtype_info *t, gs_op op, gs_dtype out, uint64_t 
         kind != DATA_DEFAULT ? ", data: " : "", kind != DATA_DEFAULT ? k_data_names[kind] : "");
 }
 
+/* reduce's own options (the common ones are in common_opts). */
+typedef struct reduce_opts {
+    uint64_t n, offset;
+    int out_given; /* a gs_dtype, or -1: the default for dtype and op */
+    int exact;
+    data_kind kind;
+} reduce_opts;
+
+static int take_reduce_opt(int argc, char **argv, int *i, void *state)
+{
+    reduce_opts *o = state;
+    const char *v;
+    if (take_opt(argc, argv, i, "--out-dtype", &v))
+        o->out_given = (int)parse_dtype(v)->id;
+    else if (take_opt(argc, argv, i, "--count", &v))
+        o->n = parse_u64("--count", v, UINT64_MAX);
+    else if (take_opt(argc, argv, i, "--offset", &v))
+        o->offset = parse_u64("--offset", v, 1u << 30);
+    else if (take_opt(argc, argv, i, "--data", &v))
+        o->kind = parse_data(v);
+    else if (strcmp(argv[*i], "--exact") == 0)
+        o->exact = 1;
+    else
+        return 0;
+    return 1;
+}
+
 int cmd_reduce(int argc, char **argv)
 {
     common_opts c;
-    common_opts_init(&c);
-    uint64_t n = 16777216, offset = 0;
-    int out_given = -1, exact = 0;
-    data_kind kind = DATA_DEFAULT;
-    for (int i = 0; i < argc; i++) {
-        const char *v;
-        if (is_help(argv[i])) {
-            fputs(k_usage_reduce, stdout);
-            return EXIT_OK;
-        } else if (take_common_opt(argc, argv, &i, OPT_DATA | OPT_DEVICE | OPT_REPEAT, &c)) {
-            continue;
-        } else if (take_opt(argc, argv, &i, "--out-dtype", &v)) {
-            out_given = (int)parse_dtype(v)->id;
-        } else if (take_opt(argc, argv, &i, "--count", &v)) {
-            n = parse_u64("--count", v, UINT64_MAX);
-        } else if (take_opt(argc, argv, &i, "--offset", &v)) {
-            offset = parse_u64("--offset", v, 1u << 30);
-        } else if (take_opt(argc, argv, &i, "--data", &v)) {
-            kind = parse_data(v);
-        } else if (strcmp(argv[i], "--exact") == 0) {
-            exact = 1;
-        } else {
-            usage_error("reduce: unknown option '%s'", argv[i]);
-        }
-    }
-    common_opts_done(&c);
+    reduce_opts o = {16777216, 0, -1, 0, DATA_DEFAULT};
+    if (parse_command_line(argc, argv, k_usage_reduce, OPT_DATA | OPT_DEVICE | OPT_REPEAT, &c, take_reduce_opt, &o))
+        return EXIT_OK;
+    const uint64_t n = o.n, offset = o.offset;
+    const int out_given = o.out_given, exact = o.exact;
+    const data_kind kind = o.kind;
     const dtype_info *t = c.t;
     const gs_op op = c.op;
     const uint64_t seed = c.seed, repeat = c.repeat;

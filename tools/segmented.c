@@ -161,46 +161,56 @@ static uint64_t check_segments(const dtype_info *t, gs_op op, const unsigned cha
     return bad;
 }
 
+/* segmented's own options (the common ones are in common_opts). */
+typedef struct segmented_opts {
+    uint64_t n, S;
+    int have_count, have_segments, print_offsets;
+    unsigned flags;
+    layout_kind layout;
+    const char *offsets_file;
+} segmented_opts;
+
+static int take_segmented_opt(int argc, char **argv, int *i, void *state)
+{
+    segmented_opts *o = state;
+    const char *v;
+    if (take_opt(argc, argv, i, "--count", &v)) {
+        o->n = parse_u64("--count", v, (uint64_t)INT64_MAX);
+        o->have_count = 1;
+    } else if (take_opt(argc, argv, i, "--segments", &v)) {
+        o->S = parse_u64("--segments", v, 1ull << 32);
+        o->have_segments = 1;
+    } else if (take_opt(argc, argv, i, "--layout", &v)) {
+        int k = 0;
+        while (k < LAYOUT_FILE && strcmp(v, k_layout_names[k]) != 0)
+            k++;
+        if (k == LAYOUT_FILE)
+            usage_error("unknown --layout '%s' (one of: uniform power-law giant)", v);
+        o->layout = (layout_kind)k;
+    } else if (take_opt(argc, argv, i, "--offsets", &v)) {
+        o->offsets_file = v;
+    } else if (strcmp(argv[*i], "--print-offsets") == 0) {
+        o->print_offsets = 1;
+    } else if (strcmp(argv[*i], "--check-offsets") == 0) {
+        o->flags |= GS_SEGMENTED_CHECK_OFFSETS;
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
 int cmd_segmented(int argc, char **argv)
 {
     common_opts c;
-    common_opts_init(&c);
-    uint64_t n = 16777216, S = 65536;
-    int have_count = 0, have_segments = 0, print_offsets = 0;
-    unsigned flags = 0;
-    layout_kind layout = LAYOUT_UNIFORM;
-    const char *offsets_file = NULL;
-    for (int i = 0; i < argc; i++) {
-        const char *v;
-        if (is_help(argv[i])) {
-            fputs(k_usage_segmented, stdout);
-            return EXIT_OK;
-        } else if (take_common_opt(argc, argv, &i, OPT_DATA | OPT_DEVICE | OPT_REPEAT, &c)) {
-            continue;
-        } else if (take_opt(argc, argv, &i, "--count", &v)) {
-            n = parse_u64("--count", v, (uint64_t)INT64_MAX);
-            have_count = 1;
-        } else if (take_opt(argc, argv, &i, "--segments", &v)) {
-            S = parse_u64("--segments", v, 1ull << 32);
-            have_segments = 1;
-        } else if (take_opt(argc, argv, &i, "--layout", &v)) {
-            int k = 0;
-            while (k < LAYOUT_FILE && strcmp(v, k_layout_names[k]) != 0)
-                k++;
-            if (k == LAYOUT_FILE)
-                usage_error("unknown --layout '%s' (one of: uniform power-law giant)", v);
-            layout = (layout_kind)k;
-        } else if (take_opt(argc, argv, &i, "--offsets", &v)) {
-            offsets_file = v;
-        } else if (strcmp(argv[i], "--print-offsets") == 0) {
-            print_offsets = 1;
-        } else if (strcmp(argv[i], "--check-offsets") == 0) {
-            flags |= GS_SEGMENTED_CHECK_OFFSETS;
-        } else {
-            usage_error("segmented: unknown option '%s'", argv[i]);
-        }
-    }
-    common_opts_done(&c);
+    segmented_opts o = {16777216, 65536, 0, 0, 0, 0, LAYOUT_UNIFORM, NULL};
+    if (parse_command_line(argc, argv, k_usage_segmented, OPT_DATA | OPT_DEVICE | OPT_REPEAT, &c, take_segmented_opt,
+                           &o))
+        return EXIT_OK;
+    uint64_t n = o.n, S = o.S;
+    const int have_count = o.have_count, have_segments = o.have_segments, print_offsets = o.print_offsets;
+    const unsigned flags = o.flags;
+    layout_kind layout = o.layout;
+    const char *const offsets_file = o.offsets_file;
     const dtype_info *t = c.t;
     const gs_op op = c.op;
     const uint64_t seed = c.seed;

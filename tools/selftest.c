@@ -184,16 +184,8 @@ static int run_pair(selftest_state *b, int di, gs_op op, uint64_t seed, totals *
 int cmd_selftest(int argc, char **argv)
 {
     common_opts c;
-    common_opts_init(&c);
-    for (int i = 0; i < argc; i++) {
-        if (is_help(argv[i])) {
-            fputs(k_usage_selftest, stdout);
-            return EXIT_OK;
-        } else if (!take_common_opt(argc, argv, &i, OPT_DEVICE, &c)) {
-            usage_error("selftest: unknown option '%s'", argv[i]);
-        }
-    }
-    common_opts_done(&c);
+    if (parse_command_line(argc, argv, k_usage_selftest, OPT_DEVICE, &c, NULL, NULL))
+        return EXIT_OK;
     const uint64_t seed = c.seed;
     json_str("command", "selftest");
     json_uint("seed", seed);
