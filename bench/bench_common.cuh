@@ -1,10 +1,13 @@
 /*
- * Host-side pieces shared by the two benchmark programs, gridsync-bench (bench.cu) and
- * gridsync-bench-segmented (bench_segmented.cu): formatting, the error types and the CK
- * macro, the clock, median, CSV quoting, the options both take, the watchdog, the device,
- * stream and events (BenchBase: waiting with a time limit, timing back-to-back calls),
- * one gridsync context per backend, a measurement that fails or hangs, and the end of a
- * run. Each program includes it once; everything here is static or inline (no library).
+ * Host-side pieces shared by the benchmark programs, gridsync-bench (bench.cu) and
+ * gridsync-bench-segmented (bench_segmented.cu), and in part gridsync-bench-exact
+ * (bench_exact.cu: the error macros and median): formatting, the error types and the CK
+ * and GS_CK macros, the clock, median, CSV quoting, the options both take, the watchdog,
+ * the device, stream and events (BenchBase: waiting with a time limit, timing
+ * back-to-back calls), one gridsync context per backend, a measurement that fails or
+ * hangs, and the end of a run. Each program includes it once; everything here is static
+ * inline or a template (no library, and no unused-function warning in a program that
+ * takes only part of it).
  * What differs between the programs (their own options, the CSV columns, the data, the
  * checks and the summaries) stays in each program.
  */
@@ -42,8 +45,8 @@
 
 /* ---- small utilities ------------------------------------------------------------------ */
 
-static std::string strf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static std::string strf(const char *fmt, ...)
+static inline std::string strf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline std::string strf(const char *fmt, ...)
 {
     char buf[1024];
     va_list ap;
@@ -69,11 +72,20 @@ struct HangError : BenchError {
                                   cudaGetErrorString(e_)));                                               \
     } while (0)
 
+/* The same for a gridsync call: its status and gridsync's message for the calling thread. */
+#define GS_CK(call)                                                                                    \
+    do {                                                                                               \
+        gs_status s_ = (call);                                                                         \
+        if (s_ != GS_SUCCESS)                                                                          \
+            throw BenchError(strf("%s:%d: %s: %s: %s", __FILE__, __LINE__, #call, gs_status_string(s_), \
+                                  gs_last_error_message()));                                           \
+    } while (0)
+
 typedef std::chrono::steady_clock Clock;
 static const Clock::time_point g_t0 = Clock::now();
-static double elapsed_s() { return std::chrono::duration<double>(Clock::now() - g_t0).count(); }
+static inline double elapsed_s() { return std::chrono::duration<double>(Clock::now() - g_t0).count(); }
 
-static double median(std::vector<double> v)
+static inline double median(std::vector<double> v)
 {
     if (v.empty())
         return NAN;
@@ -83,7 +95,7 @@ static double median(std::vector<double> v)
 }
 
 /* CSV-safe: no commas, quotes or newlines in a field. */
-static std::string csv_safe(std::string s)
+static inline std::string csv_safe(std::string s)
 {
     for (char &c : s)
         if (c == ',' || c == '"' || c == '\n' || c == '\r')
@@ -94,14 +106,14 @@ static std::string csv_safe(std::string s)
 }
 
 /* 2^k for powers of two, else the number. */
-static std::string pow2_name(uint64_t n)
+static inline std::string pow2_name(uint64_t n)
 {
     if (n && !(n & (n - 1)))
         return strf("2^%d", 63 - __builtin_clzll(n));
     return strf("%" PRIu64, n);
 }
 
-static std::string bytes_name(double b)
+static inline std::string bytes_name(double b)
 {
     if (b >= 1073741824.0)
         return strf("%.2f GiB", b / 1073741824.0);
@@ -143,7 +155,7 @@ static std::condition_variable g_wd_cv;
 static bool g_wd_done;
 static FILE *g_csv;
 
-static void watchdog(double seconds)
+static inline void watchdog(double seconds)
 {
     std::unique_lock<std::mutex> lk(g_wd_mu);
     if (g_wd_cv.wait_for(lk, std::chrono::duration<double>(seconds), [] { return g_wd_done; }))
@@ -158,14 +170,14 @@ static void watchdog(double seconds)
 }
 
 /* Starts the watchdog thread (detached: the program ends with _exit). */
-static void watchdog_start(double seconds)
+static inline void watchdog_start(double seconds)
 {
     std::thread wd(watchdog, seconds);
     wd.detach();
 }
 
 /* The run is over: the watchdog returns instead of ending the program. */
-static void watchdog_stop()
+static inline void watchdog_stop()
 {
     {
         std::lock_guard<std::mutex> lk(g_wd_mu);
@@ -178,7 +190,7 @@ static void watchdog_stop()
 
 /* The number of CUDA devices; with none (or no usable driver), prints
  * "<prefix>no CUDA device (<why>): nothing to measure<suffix>" and exits 77 at once. */
-static int device_count_or_exit77(const char *prefix, const char *suffix)
+static inline int device_count_or_exit77(const char *prefix, const char *suffix)
 {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
@@ -193,7 +205,7 @@ static int device_count_or_exit77(const char *prefix, const char *suffix)
 
 /* GRIDSYNC_BACKEND_PATH: the environment's, else this build tree's backends (set for
  * gridsync to find); printed either way. */
-static void use_backend_path()
+static inline void use_backend_path()
 {
     const char *bp = getenv("GRIDSYNC_BACKEND_PATH");
     if ((!bp || !*bp) && GS_BENCH_BACKEND_DIR[0]) {
@@ -206,7 +218,7 @@ static void use_backend_path()
 /* Waits for ev (polling cudaEventQuery; yield: std::this_thread::yield between polls,
  * else spinning as cudaEventSynchronize does by default), but gives up after `seconds`:
  * a kernel that never ends must not hang the benchmark. */
-static void wait_event_for(cudaEvent_t ev, const char *what, double seconds, bool yield)
+static inline void wait_event_for(cudaEvent_t ev, const char *what, double seconds, bool yield)
 {
     const auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
     for (;;) {
@@ -224,7 +236,7 @@ static void wait_event_for(cudaEvent_t ev, const char *what, double seconds, boo
 
 /* Opens the CSV (g_csv) and writes its header line (flushed); false, with a message, if
  * it cannot be written. */
-static bool open_csv(const char *prog, const std::string &path, const char *header)
+static inline bool open_csv(const char *prog, const std::string &path, const char *header)
 {
     g_csv = fopen(path.c_str(), "w");
     if (!g_csv) {
@@ -238,7 +250,7 @@ static bool open_csv(const char *prog, const std::string &path, const char *head
 
 /* Setup failed: say so, flush what was written, and exit 1 without teardown (after a
  * failed CUDA call it may block). */
-[[noreturn]] static void setup_failed(const char *prog, const char *what)
+[[noreturn]] static inline void setup_failed(const char *prog, const char *what)
 {
     fprintf(stderr, "%s: setup failed: %s\n", prog, what);
     fflush(g_csv);
@@ -247,7 +259,7 @@ static bool open_csv(const char *prog, const std::string &path, const char *head
 }
 
 /* The summary: on stdout, and with --summary PATH in that file too. */
-static void write_summary_file(const std::string &path, const std::string &text)
+static inline void write_summary_file(const std::string &path, const std::string &text)
 {
     if (path.empty())
         return;
@@ -261,7 +273,7 @@ static void write_summary_file(const std::string &path, const std::string &text)
 }
 
 /* The exit status at the end: 3 cut short, 2 a mismatch or an error, 0 all passed. */
-static int final_status(bool aborted, int mismatches, int errors) { return aborted ? 3 : (mismatches || errors) ? 2 : 0; }
+static inline int final_status(bool aborted, int mismatches, int errors) { return aborted ? 3 : (mismatches || errors) ? 2 : 0; }
 
 /* ---- the options both programs take ---------------------------------------------------- */
 
@@ -494,7 +506,7 @@ struct BenchBase {
 };
 
 /* The end of --selftest-summary (no GPU, no watchdog, nothing to tear down). */
-[[noreturn]] static void end_selftest(int rc)
+[[noreturn]] static inline void end_selftest(int rc)
 {
     fclose(g_csv);
     g_csv = nullptr;

@@ -15,37 +15,11 @@
  * Prints a table: dtype, n, backend, default us, exact us, exact/default throughput,
  * exact - default in us.
  */
-#include <cuda_runtime.h>
-
-#include <algorithm>
-#include <cinttypes>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <ctime>
-#include <string>
-#include <vector>
 
+#include "bench_common.cuh" /* CK, GS_CK, median */
 #include "exact_ref.h"
-#include "gridsync.h"
 #include "hostref.h"
-
-#define CK(call)                                                                                      \
-    do {                                                                                              \
-        cudaError_t e_ = (call);                                                                      \
-        if (e_ != cudaSuccess) {                                                                      \
-            fprintf(stderr, "FATAL %s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            exit(1);                                                                                  \
-        }                                                                                             \
-    } while (0)
-#define GS(call)                                                                                      \
-    do {                                                                                              \
-        gs_status s_ = (call);                                                                        \
-        if (s_ != GS_SUCCESS) {                                                                       \
-            fprintf(stderr, "FATAL %s:%d: %s: %s\n", __FILE__, __LINE__, #call, gs_last_error_message()); \
-            exit(1);                                                                                  \
-        }                                                                                             \
-    } while (0)
 
 /* Element i: uniform in [-1, 1) from a hash of (seed, i), rounded to the type. */
 __device__ inline double unit_of(uint64_t seed, uint64_t i)
@@ -86,13 +60,9 @@ static const char *tname(gs_dtype t)
     return t == GS_FLOAT64 ? "f64" : t == GS_FLOAT32 ? "f32" : t == GS_FLOAT16 ? "f16" : "bf16";
 }
 
-static double median(std::vector<double> v)
-{
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
-
-int main(int argc, char **argv)
+/* The whole run; a failed CUDA or gridsync call throws BenchError (CK, GS_CK), which main
+ * reports as FATAL (exit status 1). */
+static int run(int argc, char **argv)
 {
     bool quick = false;
     const char *csv_path = nullptr;
@@ -123,7 +93,7 @@ int main(int argc, char **argv)
     std::vector<Ctx> ctxs = {{"cuda_sm20", nullptr}, {"cuda_sm11_compat", nullptr}};
     for (auto &c : ctxs) {
         setenv("GRIDSYNC_BACKEND", c.backend, 1);
-        GS(gs_context_create(0, &c.ctx));
+        GS_CK(gs_context_create(0, &c.ctx));
     }
     unsetenv("GRIDSYNC_BACKEND");
     const uint64_t seed = 0x5eed0000ull + (uint64_t)time(nullptr);
@@ -179,7 +149,7 @@ int main(int argc, char **argv)
                     for (int v = 0; v < 2; v++) {
                         CK(cudaEventRecord(e0, stream));
                         for (int k = 0; k < calls; k++)
-                            GS(gs_reduce_ex(ctxs[c].ctx, buf, n, t, GS_OP_SUM, out, stream, v ? &exact : nullptr));
+                            GS_CK(gs_reduce_ex(ctxs[c].ctx, buf, n, t, GS_OP_SUM, out, stream, v ? &exact : nullptr));
                         CK(cudaEventRecord(e1, stream));
                         CK(cudaEventSynchronize(e1));
                         float ms;
@@ -216,4 +186,14 @@ int main(int argc, char **argv)
         gs_context_destroy(c.ctx);
     printf("%s\n", failures ? "FAILED" : "all exact results checked");
     return failures ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    try {
+        return run(argc, argv);
+    } catch (const std::exception &e) {
+        fprintf(stderr, "FATAL %s\n", e.what());
+        return 1;
+    }
 }
