@@ -1,14 +1,27 @@
 # shellcheck shell=bash disable=SC2034,SC2086,SC2154
 # (sourced: the callers set out, root, builddir and archs, and read builddir_abs and t_start;
 # $targets below is split on purpose, one word per backend)
-# Shared by bench/run.sh and bench/run_segmented.sh (sourced, not run): the start (nvcc on
-# PATH, everything printed also to OUTDIR/run.log), the tool check, the "machine" step that
-# writes OUTDIR/env.txt, and the build step. The callers set, before using these:
-#   out       OUTDIR, absolute
-#   root      the source tree (the current directory)
-#   builddir  BUILDDIR as given (relative to root, or absolute)
-#   archs     ARCHS
+# Shared by bench/run.sh and bench/run_segmented.sh (sourced, not run): the setup (OUTDIR,
+# the source tree, BUILDDIR and ARCHS), the start (nvcc on PATH, everything printed also to
+# OUTDIR/run.log), the tool check, the "machine" step that writes OUTDIR/env.txt, and the
+# build step. The callers set out (OUTDIR as given) and call bench_setup, which sets:
+#   out       OUTDIR, made, absolute
+#   root      the source tree (the current directory from then on)
+#   builddir  BUILDDIR as given (relative to root, or absolute; default build-bench)
+#   archs     ARCHS (default 90, the H100's)
 # and keep their own benchmark, verdict and plot steps.
+
+# OUTDIR made and absolute, the source tree (the script's ../) the current directory, the
+# build settings from the environment; then bench_start.
+bench_setup() {
+    mkdir -p "$out" || exit 1
+    out=$(cd "$out" && pwd)
+    cd "$(dirname "$0")/.." || exit 1
+    root=$PWD
+    builddir=${BUILDDIR:-build-bench}
+    archs=${ARCHS:-90}
+    bench_start
+}
 
 # nvcc from /usr/local/cuda/bin when PATH has none; from here on everything printed goes to
 # the terminal and to $out/run.log; t_start for the "built in" and "done in" times.

@@ -15,14 +15,9 @@
 set -u
 out=${1:?usage: bash bench/run.sh OUTDIR [gridsync-bench options]}
 shift
-mkdir -p "$out" || exit 1
-out=$(cd "$out" && pwd)
-cd "$(dirname "$0")/.." || exit 1
-root=$PWD
-builddir=${BUILDDIR:-build-bench}
-archs=${ARCHS:-90}
-. bench/common.sh || exit 1
-bench_start
+# shellcheck source=bench/common.sh
+. "$(dirname "$0")/common.sh" || exit 1
+bench_setup
 
 bench_check_tools run.sh
 bench_machine_step run.sh "$@"

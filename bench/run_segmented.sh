@@ -19,15 +19,10 @@
 set -u
 out=${1:?usage: bash bench/run_segmented.sh OUTDIR [gridsync-bench-segmented options]}
 shift
-mkdir -p "$out" || exit 1
-out=$(cd "$out" && pwd)
-cd "$(dirname "$0")/.." || exit 1
-root=$PWD
-builddir=${BUILDDIR:-build-bench}
-archs=${ARCHS:-90}
 timeout_s=${BENCH_TIMEOUT:-180}
-. bench/common.sh || exit 1
-bench_start
+# shellcheck source=bench/common.sh
+. "$(dirname "$0")/common.sh" || exit 1
+bench_setup
 
 bench_check_tools run_segmented.sh
 bench_machine_step run_segmented.sh "$@"
