@@ -21,10 +21,6 @@
 #include "grid_policy.h"
 #include "tune_cases.cuh"
 
-#ifndef TUNE_VARIANT
-#  define TUNE_VARIANT "unnamed"
-#endif
-
 static const Case kCases[] = {
     TUNE_CASE(f32, sum, f32, 4, 0, 0, 0, REF_SUM),
     TUNE_CASE(f32, argmax, i64, 4, 0, 0, 0, REF_ARGMAX),
@@ -69,12 +65,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "gridsync-placement: --log2 needs at least one value\n");
         return 2;
     }
-    device_count_or_exit77("gridsync-placement: ", "");
-    try {
-        cudaDeviceProp prop;
-        CK(cudaGetDeviceProperties(&prop, 0));
-        const unsigned int sms = (unsigned int)prop.multiProcessorCount;
-        const uint64_t l2_bytes = gs_grid_l2_bytes(prop.l2CacheSize);
+    return tune_run("gridsync-placement", [&] {
+        const TuneDevice d = tune_device("gridsync-placement: ");
+        const unsigned int sms = d.sms;
+        const uint64_t l2_bytes = d.l2_bytes;
         printf("variant,kernel,n,log2n,grid,what,offset,time_us,check\n");
         int max_lg = 0;
         for (int lg : sizes)
@@ -113,12 +107,7 @@ int main(int argc, char **argv)
                         unsigned char *out = what == 0 ? fixed_out : region + (size_t)i * stride;
                         uint64_t nn = n;
                         void *args[] = {&in, &nn, &out, &ws};
-                        unsigned char got[16] = {0};
-                        CK(cudaMemsetAsync(out, 0xff, 16, s));
-                        CK(cudaLaunchKernel(c.fn, grid, GS_BACKEND_BLOCK, args, 0, s));
-                        CK(cudaMemcpyAsync(got, out, 16, cudaMemcpyDeviceToHost, s));
-                        CK(cudaStreamSynchronize(s));
-                        const bool ok = check(refs[lg], got);
+                        const bool ok = launch_checked(c, grid, args, out, s, refs[lg]);
                         failures += !ok;
                         const double us =
                             time_launches(c.fn, grid, GS_BACKEND_BLOCK, s, true, [&](int) { return (void **)args; });
@@ -130,10 +119,6 @@ int main(int argc, char **argv)
                 }
             }
         }
-        fprintf(stderr, "gridsync-placement %s: %d check failures\n", TUNE_VARIANT, failures);
-        return failures ? 1 : 0;
-    } catch (const std::exception &e) {
-        fprintf(stderr, "gridsync-placement: %s\n", e.what());
-        return 1;
-    }
+        return failures;
+    });
 }

@@ -30,10 +30,6 @@
 
 #include <array>
 
-#ifndef TUNE_VARIANT
-#  define TUNE_VARIANT "unnamed"
-#endif
-
 static const Case kCases[] = {
     TUNE_CASE(f32, sum, f32, 4, 0, 0, 0, REF_SUM),
     TUNE_CASE(f32, max, f32, 4, 0, 0, 0, REF_MAX),
@@ -78,14 +74,12 @@ int main(int argc, char **argv)
                 argv[0]);
         return 2;
     }
-    device_count_or_exit77("gridsync-tune: ", "");
-    try {
-        cudaDeviceProp prop;
-        CK(cudaGetDeviceProperties(&prop, 0));
-        const unsigned int sms = (unsigned int)prop.multiProcessorCount;
-        const uint64_t l2_bytes = gs_grid_l2_bytes(prop.l2CacheSize);
+    return tune_run("gridsync-tune", [&] {
+        const TuneDevice d = tune_device("gridsync-tune: ");
+        const unsigned int sms = d.sms;
+        const uint64_t l2_bytes = d.l2_bytes;
         fprintf(stderr, "gridsync-tune %s on %s (%u SMs), %d threads per block, %d loads in flight\n",
-                TUNE_VARIANT, prop.name, sms, GS_BACKEND_BLOCK, GS_BACKEND_ITEMS);
+                TUNE_VARIANT, d.prop.name, sms, GS_BACKEND_BLOCK, GS_BACKEND_ITEMS);
         printf("variant,kernel,n,log2n,grid,blocks_per_sm,is_default,time_us,check\n");
 
         const uint64_t max_n = 1ull << hi;
@@ -133,13 +127,8 @@ int main(int argc, char **argv)
                 for (unsigned int g : grids) {
                     if (g == 0 || g > GS_MAX_BLOCKS || (g != def && (default_only || g > one_vec)))
                         continue;
-                    unsigned char got[16] = {0};
                     nn = n;
-                    CK(cudaMemsetAsync(pout[0], 0xff, 16, s));
-                    CK(cudaLaunchKernel(c.fn, g, GS_BACKEND_BLOCK, pargs[0].data(), 0, s));
-                    CK(cudaMemcpyAsync(got, pout[0], 16, cudaMemcpyDeviceToHost, s));
-                    CK(cudaStreamSynchronize(s));
-                    const bool ok = check(ref, got);
+                    const bool ok = launch_checked(c, g, pargs[0].data(), pout[0], s, ref);
                     failures += !ok;
                     const double us = time_launches(c.fn, g, GS_BACKEND_BLOCK, s, queued,
                                                     [&](int k) { return pargs[k % places].data(); });
@@ -149,10 +138,6 @@ int main(int argc, char **argv)
                 fflush(stdout);
             }
         }
-        fprintf(stderr, "gridsync-tune %s: %d check failures\n", TUNE_VARIANT, failures);
-        return failures ? 1 : 0;
-    } catch (const std::exception &e) {
-        fprintf(stderr, "gridsync-tune: %s\n", e.what());
-        return 1;
-    }
+        return failures;
+    });
 }

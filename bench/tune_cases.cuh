@@ -2,7 +2,7 @@
  * The kernels' cases of the launch-policy programs (tune.cu, placement.cu): a kernel with
  * its element type and the reference it is checked against; random input, host
  * references for the power-of-two prefixes of it, the check of one result, and the grid
- * the backends would launch (grid_policy.h). Include after the backend's kernels.cu and
+ * the backends would launch (grid_policy.h), the device, one checked launch. Include after the backend's kernels.cu and
  * bench_common.cuh; each program lists its own cases with TUNE_CASE.
  */
 #pragma once
@@ -13,6 +13,11 @@
 #include <cuda_fp16.h>
 
 #include <random>
+
+/* tune.sh names each variant's program with -DTUNE_VARIANT. */
+#ifndef TUNE_VARIANT
+#  define TUNE_VARIANT "unnamed"
+#endif
 
 typedef const void *KernelFn;
 
@@ -92,6 +97,50 @@ static void fill(const Case &c, std::vector<unsigned char> &h, uint64_t n, std::
             float x = (float)v;
             memcpy(&h[k * 4], &x, 4);
         }
+    }
+}
+
+/* Device 0, as the programs measure it: its properties, multiprocessors and the L2 size
+ * grid_policy.h counts with. No device: "<prefix>no CUDA device ..." and exit 77. */
+struct TuneDevice {
+    cudaDeviceProp prop;
+    unsigned int sms;
+    uint64_t l2_bytes;
+};
+static TuneDevice tune_device(const char *prefix)
+{
+    device_count_or_exit77(prefix, "");
+    TuneDevice d;
+    CK(cudaGetDeviceProperties(&d.prop, 0));
+    d.sms = (unsigned int)d.prop.multiProcessorCount;
+    d.l2_bytes = gs_grid_l2_bytes(d.prop.l2CacheSize);
+    return d;
+}
+
+/* One launch of c's kernel on s, its (16-byte) output poisoned before and read back after:
+ * whether the result matches ref. */
+static bool launch_checked(const Case &c, unsigned int grid, void **args, void *out, cudaStream_t s, const Ref &ref)
+{
+    unsigned char got[16] = {0};
+    CK(cudaMemsetAsync(out, 0xff, 16, s));
+    CK(cudaLaunchKernel(c.fn, grid, GS_BACKEND_BLOCK, args, 0, s));
+    CK(cudaMemcpyAsync(got, out, 16, cudaMemcpyDeviceToHost, s));
+    CK(cudaStreamSynchronize(s));
+    return check(ref, got);
+}
+
+/* A program's measuring part: body() returns how many checks failed; those are counted on
+ * stderr ("<prog> <variant>: N check failures", exit status 1 if any), and an exception (a
+ * failed CUDA call) is reported as "<prog>: what" with exit status 1. */
+template <typename Body> static int tune_run(const char *prog, Body body)
+{
+    try {
+        const int failures = body();
+        fprintf(stderr, "%s %s: %d check failures\n", prog, TUNE_VARIANT, failures);
+        return failures ? 1 : 0;
+    } catch (const std::exception &e) {
+        fprintf(stderr, "%s: %s\n", prog, e.what());
+        return 1;
     }
 }
 
