@@ -298,6 +298,22 @@ struct Outcome {
     int k_hot = 0, k_rot = 0;
 };
 
+/* `runs` rounds of measure(i), which returns one time, over every impl i that is active;
+ * each round starts with a different impl, so that clock drift spreads over all of them.
+ * The times, per impl. */
+template <typename Measure>
+static std::vector<std::vector<double>> take_turns(const std::vector<Outcome> &out, int runs, Measure measure)
+{
+    std::vector<std::vector<double>> ts(out.size());
+    for (int r = 0; r < runs; r++)
+        for (size_t j = 0; j < out.size(); j++) {
+            const size_t i = (j + r) % out.size();
+            if (out[i].active)
+                ts[i].push_back(measure(i));
+        }
+    return ts;
+}
+
 struct Bench : BenchBase {
     Options o;
     std::vector<Impl> impls;
@@ -663,47 +679,28 @@ struct Bench : BenchBase {
             for (int mode = 0; mode < 2; mode++) {
                 if (mode == 1 && ncopies < 2)
                     break;
-                std::vector<std::vector<double>> ts(impls.size());
-                for (int r = 0; r < runs; r++)
-                    for (size_t j = 0; j < impls.size(); j++) {
-                        size_t i = (j + r) % impls.size();
-                        if (!out[i].active)
-                            continue;
-                        ts[i].push_back(timed_run(impls[i], dt, op, n, temp_bytes, mode ? out[i].k_rot : out[i].k_hot,
-                                                  mode ? ncopies : 1, stride));
-                    }
-                for (size_t i = 0; i < impls.size(); i++) {
-                    if (!out[i].active)
-                        continue;
-                    double m = median(ts[i]), lo = *std::min_element(ts[i].begin(), ts[i].end()),
-                           hi = *std::max_element(ts[i].begin(), ts[i].end());
-                    if (mode == 0) {
-                        out[i].hot = m; out[i].hot_min = lo; out[i].hot_max = hi;
-                    } else {
-                        out[i].rot = m; out[i].rot_min = lo; out[i].rot_max = hi;
-                    }
-                }
+                const auto ts = take_turns(out, runs, [&](size_t i) {
+                    return timed_run(impls[i], dt, op, n, temp_bytes, mode ? out[i].k_rot : out[i].k_hot,
+                                     mode ? ncopies : 1, stride);
+                });
+                for (size_t i = 0; i < impls.size(); i++)
+                    if (out[i].active && mode == 0)
+                        spread(ts[i], out[i].hot, out[i].hot_min, out[i].hot_max);
+                    else if (out[i].active)
+                        spread(ts[i], out[i].rot, out[i].rot_min, out[i].rot_max);
             }
 
             /* 4. latency: one call + stream synchronize, host clock, hot data. */
             {
-                std::vector<std::vector<double>> ts(impls.size());
-                for (int r = 0; r < lat_runs; r++)
-                    for (size_t j = 0; j < impls.size(); j++) {
-                        size_t i = (j + r) % impls.size();
-                        if (!out[i].active)
-                            continue;
-                        auto t0 = Clock::now();
-                        launch_or_throw(impls[i], dt, op, pool, n, temp_bytes);
-                        CK(cudaStreamSynchronize(stream));
-                        ts[i].push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
-                    }
+                const auto ts = take_turns(out, lat_runs, [&](size_t i) {
+                    auto t0 = Clock::now();
+                    launch_or_throw(impls[i], dt, op, pool, n, temp_bytes);
+                    CK(cudaStreamSynchronize(stream));
+                    return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+                });
                 for (size_t i = 0; i < impls.size(); i++)
-                    if (out[i].active) {
-                        out[i].lat = median(ts[i]);
-                        out[i].lat_min = *std::min_element(ts[i].begin(), ts[i].end());
-                        out[i].lat_max = *std::max_element(ts[i].begin(), ts[i].end());
-                    }
+                    if (out[i].active)
+                        spread(ts[i], out[i].lat, out[i].lat_min, out[i].lat_max);
             }
 
             /* 5. rows and progress. */

@@ -94,6 +94,14 @@ static inline double median(std::vector<double> v)
     return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
 }
 
+/* The median, the smallest and the largest of ts (not empty). */
+static inline void spread(const std::vector<double> &ts, double &med, double &lo, double &hi)
+{
+    med = median(ts);
+    lo = *std::min_element(ts.begin(), ts.end());
+    hi = *std::max_element(ts.begin(), ts.end());
+}
+
 /* CSV-safe: no commas, quotes or newlines in a field. */
 static inline std::string csv_safe(std::string s)
 {

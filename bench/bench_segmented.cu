@@ -603,11 +603,8 @@ struct Bench : BenchBase {
                     run_or_drop(i, true);
             }
         for (size_t i = 0; i < ni; i++)
-            if (out[i].active && !ts[i].empty()) {
-                out[i].med = median(ts[i]);
-                out[i].lo = *std::min_element(ts[i].begin(), ts[i].end());
-                out[i].hi = *std::max_element(ts[i].begin(), ts[i].end());
-            }
+            if (out[i].active && !ts[i].empty())
+                spread(ts[i], out[i].med, out[i].lo, out[i].hi);
 
         /* 3. gridsync's output after all those calls: bit-identical to the checked one. */
         for (size_t i = 0; i < ci_cub; i++) {
