@@ -88,23 +88,19 @@ static struct {
 
 static void load_driver_extras(void)
 {
+    /* drv's member `field` is the driver's cu<field><version suffix> */
+#define DRV_SYM(field, suffix) {(void **)&drv.field, "cu" #field suffix}
     struct {
         void **slot;
         const char *name;
     } syms[] = {
-        {(void **)&drv.StreamBeginCapture, "cuStreamBeginCapture_v2"},
-        {(void **)&drv.StreamEndCapture, "cuStreamEndCapture"},
-        {(void **)&drv.GraphInstantiateWithFlags, "cuGraphInstantiateWithFlags"},
-        {(void **)&drv.GraphLaunch, "cuGraphLaunch"},
-        {(void **)&drv.GraphExecDestroy, "cuGraphExecDestroy"},
-        {(void **)&drv.GraphDestroy, "cuGraphDestroy"},
-        {(void **)&drv.GraphGetNodes, "cuGraphGetNodes"},
-        {(void **)&drv.GraphNodeGetType, "cuGraphNodeGetType"},
-        {(void **)&drv.StreamWaitEvent, "cuStreamWaitEvent"},
-        {(void **)&drv.ModuleLoadData, "cuModuleLoadData"},
-        {(void **)&drv.ModuleGetFunction, "cuModuleGetFunction"},
-        {(void **)&drv.LaunchKernel, "cuLaunchKernel"},
+        DRV_SYM(StreamBeginCapture, "_v2"), DRV_SYM(StreamEndCapture, ""),
+        DRV_SYM(GraphInstantiateWithFlags, ""), DRV_SYM(GraphLaunch, ""), DRV_SYM(GraphExecDestroy, ""),
+        DRV_SYM(GraphDestroy, ""), DRV_SYM(GraphGetNodes, ""), DRV_SYM(GraphNodeGetType, ""),
+        DRV_SYM(StreamWaitEvent, ""), DRV_SYM(ModuleLoadData, ""), DRV_SYM(ModuleGetFunction, ""),
+        DRV_SYM(LaunchKernel, ""),
     };
+#undef DRV_SYM
     for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
         void *p = cushim_driver_symbol(syms[i].name);
         if (!p) {
