@@ -195,15 +195,9 @@ static int unsupported_by_backend(void)
     CUdeviceptr in = app_alloc(4000), out = app_alloc(8);
     gs_context *ctx = create_context("fake_good", NULL);
     /* The good fake offers only the default output types. */
-    gs_reduce_options wide = {.struct_size = sizeof wide, .out_dtype = GS_FLOAT64};
-    CHECK_STATUS(gs_reduce_ex(ctx, (const void *)(uintptr_t)in, 10, GS_FLOAT32, GS_OP_SUM, (void *)(uintptr_t)out,
-                              NULL, &wide),
-                 GS_ERROR_UNSUPPORTED);
+    CHECK_STATUS(reduce_as(ctx, in, 10, GS_FLOAT32, GS_OP_SUM, GS_FLOAT64, out, NULL), GS_ERROR_UNSUPPORTED);
     CHECK_HAS(gs_last_error_message(), "fake_good");
-    gs_reduce_options dflt = {.struct_size = sizeof dflt, .out_dtype = GS_OUT_DEFAULT};
-    CHECK_STATUS(gs_reduce_ex(ctx, (const void *)(uintptr_t)in, 10, GS_FLOAT32, GS_OP_SUM, (void *)(uintptr_t)out,
-                              NULL, &dflt),
-                 GS_SUCCESS);
+    CHECK_STATUS(reduce_as(ctx, in, 10, GS_FLOAT32, GS_OP_SUM, GS_OUT_DEFAULT, out, NULL), GS_SUCCESS);
     CHECK_INT(backend_log_lines("fake_good: reduce "), 1);
     CHECK_STATUS(gs_context_destroy(ctx), GS_SUCCESS);
     return 0;

@@ -209,6 +209,13 @@ gs_status reduce_f32(gs_context *ctx, CUdeviceptr in, uint64_t n, CUdeviceptr ou
     return gs_reduce(ctx, (const void *)(uintptr_t)in, n, GS_FLOAT32, GS_OP_SUM, (void *)(uintptr_t)out, stream);
 }
 
+gs_status reduce_as(gs_context *ctx, CUdeviceptr in, uint64_t n, gs_dtype dt, gs_op op, int32_t out_dtype,
+                    CUdeviceptr out, gs_stream stream)
+{
+    const gs_reduce_options opts = {.struct_size = sizeof opts, .out_dtype = out_dtype};
+    return gs_reduce_ex(ctx, (const void *)(uintptr_t)in, n, dt, op, (void *)(uintptr_t)out, stream, &opts);
+}
+
 /* ---- the application's side of the fake driver ---------------------------------------- */
 
 void app_fatal(const char *what, CUresult rc)

@@ -116,6 +116,10 @@ gs_status get_info(const gs_context *ctx, gs_context_info *info);
 gs_context *create_context(const char *name, const char *path);
 /* gs_reduce of n floats at device address `in` into `out`: the call most cases make. */
 gs_status reduce_f32(gs_context *ctx, CUdeviceptr in, uint64_t n, CUdeviceptr out, gs_stream stream);
+/* gs_reduce_ex of op over n elements of dt at `in`, written to `out` as out_dtype (a gs_dtype
+ * or GS_OUT_DEFAULT), no flags. */
+gs_status reduce_as(gs_context *ctx, CUdeviceptr in, uint64_t n, gs_dtype dt, gs_op op, int32_t out_dtype,
+                    CUdeviceptr out, gs_stream stream);
 
 /* ---- the application's side of the fake driver ---------------------------------------- */
 

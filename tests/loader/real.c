@@ -35,9 +35,7 @@ static unsigned launch(gs_context *ctx, CUdeviceptr in, uint64_t n, gs_dtype dt,
                        CUdeviceptr out, gs_stream stream, const char *kernel)
 {
     int launches_before = cuda_log_lines("cuLaunchKernel ");
-    gs_reduce_options opts = {.struct_size = sizeof opts, .out_dtype = out_dtype};
-    CHECK_STATUS(gs_reduce_ex(ctx, (const void *)(uintptr_t)in, n, dt, op, (void *)(uintptr_t)out, stream, &opts),
-                 GS_SUCCESS);
+    CHECK_STATUS(reduce_as(ctx, in, n, dt, op, out_dtype, out, stream), GS_SUCCESS);
     CHECK_INT(cuda_log_lines("cuLaunchKernel ") - launches_before, 1);
     char *log = cuda_log();
     const char *line = find_line(log, "cuLaunchKernel ", 1);
@@ -110,15 +108,9 @@ static int real_kernels(void)
                            "gs_reduce_f32_sum_f32");
     CHECK(grid > 1 && grid <= 32);
     /* Pairs no kernel exists for are refused before any launch. */
-    gs_reduce_options narrow = {.struct_size = sizeof narrow, .out_dtype = GS_FLOAT32};
-    CHECK_STATUS(gs_reduce_ex(ctx, (const void *)(uintptr_t)in, 10, GS_FLOAT64, GS_OP_SUM, (void *)(uintptr_t)out,
-                              NULL, &narrow),
-                 GS_ERROR_UNSUPPORTED);
+    CHECK_STATUS(reduce_as(ctx, in, 10, GS_FLOAT64, GS_OP_SUM, GS_FLOAT32, out, NULL), GS_ERROR_UNSUPPORTED);
     CHECK_HAS(gs_last_error_message(), "cuda_sm20");
-    gs_reduce_options wide_min = {.struct_size = sizeof wide_min, .out_dtype = GS_INT64};
-    CHECK_STATUS(gs_reduce_ex(ctx, (const void *)(uintptr_t)in, 10, GS_INT32, GS_OP_MIN, (void *)(uintptr_t)out,
-                              NULL, &wide_min),
-                 GS_ERROR_UNSUPPORTED);
+    CHECK_STATUS(reduce_as(ctx, in, 10, GS_INT32, GS_OP_MIN, GS_INT64, out, NULL), GS_ERROR_UNSUPPORTED);
     CHECK_STATUS(gs_context_destroy(ctx), GS_SUCCESS);
     return 0;
 }
