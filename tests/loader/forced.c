@@ -95,20 +95,19 @@ static int forced_relative_path(void)
     return 0;
 }
 
+/* A broken fake forced by path is refused with `want`, and the message says `says` (the
+ * backend's own explanation, where it gives one). */
+#define FORCED_FAILURE(name, fake, want, says) CASE_WITH(name, forced_failure, want, says, FORCE(fake))
+
 const test_case forced_cases[] = {
-    /* A broken fake forced by path is refused with `want`, and the message says `arg` (the
-     * backend's own explanation, where it gives one). */
-    CASE_WITH("forced-wrong-abi-major", forced_failure, GS_ERROR_BACKEND_ABI_MISMATCH, "ABI 2.0",
-              FORCE(fake_wrong_abi_major)),
-    CASE_WITH("forced-entry-refuses", forced_failure, GS_ERROR_BACKEND_ABI_MISMATCH,
-              "built for backend ABI 2.0 only (on purpose)", FORCE(fake_entry_refuses)),
-    CASE_WITH("forced-no-entry", forced_failure, GS_ERROR_BACKEND_INCOMPLETE, "gridsync_backend_entry_v1",
-              FORCE(fake_no_entry)),
-    CASE_WITH("forced-entry-fails", forced_failure, GS_ERROR_BACKEND_INIT_FAILED,
-              "the entry point failed (on purpose)", FORCE(fake_entry_fails)),
-    CASE_WITH("forced-no-reduce", forced_failure, GS_ERROR_BACKEND_INCOMPLETE, "reduce", FORCE(fake_no_reduce)),
-    CASE_WITH("forced-small-struct", forced_failure, GS_ERROR_BACKEND_INCOMPLETE, "too small",
-              FORCE(fake_small_struct)),
+    FORCED_FAILURE("forced-wrong-abi-major", fake_wrong_abi_major, GS_ERROR_BACKEND_ABI_MISMATCH, "ABI 2.0"),
+    FORCED_FAILURE("forced-entry-refuses", fake_entry_refuses, GS_ERROR_BACKEND_ABI_MISMATCH,
+                   "built for backend ABI 2.0 only (on purpose)"),
+    FORCED_FAILURE("forced-no-entry", fake_no_entry, GS_ERROR_BACKEND_INCOMPLETE, "gridsync_backend_entry_v1"),
+    FORCED_FAILURE("forced-entry-fails", fake_entry_fails, GS_ERROR_BACKEND_INIT_FAILED,
+                   "the entry point failed (on purpose)"),
+    FORCED_FAILURE("forced-no-reduce", fake_no_reduce, GS_ERROR_BACKEND_INCOMPLETE, "reduce"),
+    FORCED_FAILURE("forced-small-struct", fake_small_struct, GS_ERROR_BACKEND_INCOMPLETE, "too small"),
     CASE_WITH("forced-open-no-image", forced_open_no_image, GS_ERROR_NO_KERNEL_IMAGE,
               "no kernel image for compute capability 9.0 (on purpose)", FORCE(fake_open_no_image)),
     CASE_WITH("failed-load-is-sticky", failed_load_is_sticky, GS_ERROR_BACKEND_INIT_FAILED, "(on purpose)",
