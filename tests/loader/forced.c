@@ -97,17 +97,17 @@ static int forced_relative_path(void)
 
 /* A broken fake forced by path is refused with `want`, and the message says `says` (the
  * backend's own explanation, where it gives one). */
-#define FORCED_FAILURE(name, fake, want, says) CASE_WITH(name, forced_failure, want, says, FORCE(fake))
+#define CASE_FORCED(name, fake, want, says) CASE_WITH(name, forced_failure, want, says, FORCE(fake))
 
 const test_case forced_cases[] = {
-    FORCED_FAILURE("forced-wrong-abi-major", fake_wrong_abi_major, GS_ERROR_BACKEND_ABI_MISMATCH, "ABI 2.0"),
-    FORCED_FAILURE("forced-entry-refuses", fake_entry_refuses, GS_ERROR_BACKEND_ABI_MISMATCH,
+    CASE_FORCED("forced-wrong-abi-major", fake_wrong_abi_major, GS_ERROR_BACKEND_ABI_MISMATCH, "ABI 2.0"),
+    CASE_FORCED("forced-entry-refuses", fake_entry_refuses, GS_ERROR_BACKEND_ABI_MISMATCH,
                    "built for backend ABI 2.0 only (on purpose)"),
-    FORCED_FAILURE("forced-no-entry", fake_no_entry, GS_ERROR_BACKEND_INCOMPLETE, "gridsync_backend_entry_v1"),
-    FORCED_FAILURE("forced-entry-fails", fake_entry_fails, GS_ERROR_BACKEND_INIT_FAILED,
+    CASE_FORCED("forced-no-entry", fake_no_entry, GS_ERROR_BACKEND_INCOMPLETE, "gridsync_backend_entry_v1"),
+    CASE_FORCED("forced-entry-fails", fake_entry_fails, GS_ERROR_BACKEND_INIT_FAILED,
                    "the entry point failed (on purpose)"),
-    FORCED_FAILURE("forced-no-reduce", fake_no_reduce, GS_ERROR_BACKEND_INCOMPLETE, "reduce"),
-    FORCED_FAILURE("forced-small-struct", fake_small_struct, GS_ERROR_BACKEND_INCOMPLETE, "too small"),
+    CASE_FORCED("forced-no-reduce", fake_no_reduce, GS_ERROR_BACKEND_INCOMPLETE, "reduce"),
+    CASE_FORCED("forced-small-struct", fake_small_struct, GS_ERROR_BACKEND_INCOMPLETE, "too small"),
     CASE_WITH("forced-open-no-image", forced_open_no_image, GS_ERROR_NO_KERNEL_IMAGE,
               "no kernel image for compute capability 9.0 (on purpose)", FORCE(fake_open_no_image)),
     CASE_WITH("failed-load-is-sticky", failed_load_is_sticky, GS_ERROR_BACKEND_INIT_FAILED, "(on purpose)",
