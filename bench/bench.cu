@@ -34,6 +34,7 @@
 
 #include "bench_common.cuh"
 #include "hostref.h"
+#include "pointer_query.h"
 
 /* ---- dtypes and ops -------------------------------------------------------------------- */
 
@@ -759,7 +760,7 @@ struct Bench : BenchBase {
         (void)cudaGetLastError();
         return nullptr;
     }
-    typedef CUresult (*PtrAttrs_t)(unsigned, CUpointer_attribute *, void **, CUdeviceptr);
+    typedef gs_pointer_attributes_fn PtrAttrs_t;
     typedef CUresult (*CtxGetCurrent_t)(CUcontext *);
     typedef CUresult (*StreamIsCapturing_t)(CUstream, CUstreamCaptureStatus *);
     typedef CUresult (*StreamGetId_t)(CUstream, unsigned long long *);
@@ -779,16 +780,11 @@ struct Bench : BenchBase {
                             (StreamGetId_t)driver_entry("cuStreamGetId")};
     }
 
-    /* gs_reduce's pointer check (core/context.c): memory type, range start, range size. */
+    /* gs_reduce's pointer check (core/validate.c): the same call, internal/pointer_query.h. */
     static bool check_pointer(PtrAttrs_t ptr_attrs, CUdeviceptr p)
     {
-        CUpointer_attribute a[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
-                                   CU_POINTER_ATTRIBUTE_RANGE_SIZE};
-        unsigned int type = 0;
-        CUdeviceptr start = 0;
-        size_t size = 0;
-        void *d[] = {&type, &start, &size};
-        return ptr_attrs(3, a, d, p) == CUDA_SUCCESS && type != 0;
+        gs_pointer_info info;
+        return gs_query_pointer(ptr_attrs, p, &info) == CUDA_SUCCESS && info.memtype != 0;
     }
 
     /* Host microseconds per call, back to back on a tiny input: gs_reduce vs CUB vs a raw

@@ -26,13 +26,25 @@ GS_API const char *gs_version_string(void)
     return GS_VERSION_STRING;
 }
 
-GS_API gs_status gs_driver_version(int *version)
+/* The driver queries' preamble: the error cleared, the output pointer checked (NULL:
+ * *st is GS_ERROR_INVALID_ARGUMENT), the driver loaded (NULL, with its status in *st, when
+ * there is none or no device). */
+static const gs_driver *driver_for_query(const char *fn, const void *out, const char *name, gs_status *st)
 {
     gs_clear_error();
-    if (!version)
-        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_driver_version: version is NULL");
+    if (!out) {
+        *st = gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn, name);
+        return NULL;
+    }
+    return gs_driver_get(st);
+}
+
+GS_API gs_status gs_driver_version(int *version)
+{
     gs_status st;
-    gs_driver_get(&st);
+    driver_for_query("gs_driver_version", version, "version", &st);
+    if (!version)
+        return st;
     /* A driver library without a device still has a version. */
     *version = gs_driver_version_loaded();
     if (*version <= 0)
@@ -43,12 +55,11 @@ GS_API gs_status gs_driver_version(int *version)
 
 GS_API gs_status gs_device_count(int *count)
 {
-    gs_clear_error();
-    if (!count)
-        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_device_count: count is NULL");
-    *count = 0;
     gs_status st;
-    const gs_driver *drv = gs_driver_get(&st);
+    const gs_driver *drv = driver_for_query("gs_device_count", count, "count", &st);
+    if (!count)
+        return st;
+    *count = 0;
     if (!drv) {
         if (st != GS_ERROR_NO_DEVICE)
             return st;

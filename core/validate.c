@@ -7,6 +7,7 @@
 #include "context.h"
 #include "dtype.h"
 #include "error.h"
+#include "pointer_query.h"
 
 /* ---- on the arguments alone ---------------------------------------------------------- */
 
@@ -159,18 +160,15 @@ gs_status gs_check_supported_flags(const gs_context *ctx, const char *fn, gs_dty
 
 /* ---- asking the driver ------------------------------------------------------------------ */
 
-/* One cuPointerGetAttributes call: it does not fail on unknown pointers, it reports a
- * memory type of 0 for them (pageable host memory, freed or never-allocated addresses). */
+/* One cuPointerGetAttributes call (internal/pointer_query.h). */
 gs_status gs_check_pointer(const gs_driver *drv, const char *fn, const char *name, const void *p, uint64_t bytes,
                            CUdeviceptr *start_out, unsigned int *memtype_out)
 {
-    CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
-                                   CU_POINTER_ATTRIBUTE_RANGE_SIZE};
-    unsigned int memtype = 0;
-    CUdeviceptr start = 0;
-    size_t size = 0;
-    void *data[] = {&memtype, &start, &size};
-    CUresult rc = drv->cuPointerGetAttributes(3, attrs, data, (CUdeviceptr)(uintptr_t)p);
+    gs_pointer_info info;
+    CUresult rc = gs_query_pointer(drv->cuPointerGetAttributes, (CUdeviceptr)(uintptr_t)p, &info);
+    const unsigned int memtype = info.memtype;
+    const CUdeviceptr start = info.start;
+    const size_t size = info.size;
     if (rc != CUDA_SUCCESS || memtype == 0)
         return gs_fail(GS_ERROR_INVALID_POINTER,
                        "%s: %s = %p is not memory the device can access (not from cudaMalloc, "
