@@ -44,9 +44,12 @@
 
 /* Tuning knobs, for benchmarks of variants only (NVCC_APPEND_FLAGS=-D...): the float32
  * expansion's length, and whether doubles use Fast2Sum after ordering (1) or TwoSum (0).
- * Every variant is exact; only the speed differs. */
+ * Every variant is exact; only the speed differs. float32 has K = 1 since the plain-
+ * addition fast path (exact_try_plain): with K = 2 its kernel spilled 40 bytes under the
+ * 3-block register bound and ran at 0.89 of the default at 2^26 on an H100, with K = 1 at
+ * 0.96 (bench/HISTORY.md). */
 #ifndef GS_EXACT_F32_K
-#  define GS_EXACT_F32_K 2
+#  define GS_EXACT_F32_K 1
 #endif
 #ifndef GS_EXACT_FAST2SUM
 #  define GS_EXACT_FAST2SUM 1
@@ -57,40 +60,28 @@ namespace gs {
 /* Per input type: the expansion's type F and length K; the minimum of resident blocks the
  * kernel is compiled for (kernels.cuh; without one, ptxas gave every exact kernel 128
  * registers on sm_90, two blocks per multiprocessor; with the prefetching loop, 4 blocks'
- * 64 registers spilled 60 .. 128 bytes, 3 blocks' 80 at most 8, float32's); and the guard
- * on raw 32-bit words:
+ * 64 registers spilled 60 .. 128 bytes); and the guard on raw 32-bit words:
  * a word w trips it when ((w & kM) + kB) & kS is nonzero (exponent fields all ones, or at
  * or above the bound: adding kB carries into the field's sign position). kSign: the sign
  * bits of the elements in a word; kHiWords: only the odd words hold exponents (float64). */
 template <typename T> struct ExactIn;
-template <> struct ExactIn<float> { /* float32 in float64: exact, and no sum can overflow */
-    typedef double F;
-    static const int K = GS_EXACT_F32_K;
-    static const uint32_t kM = 0x7f800000u, kB = 0x00800000u, kS = 0x80000000u, kSign = 0x80000000u;
-    static const bool kHiWords = false;
-    static const int kMinBlocks = 3;
-};
-template <> struct ExactIn<double> { /* bound 2^960: biased exponent >= 0x7bf */
-    typedef double F;
-    static const int K = 2;
-    static const uint32_t kM = 0x7ff00000u, kB = 0x04100000u, kS = 0x80000000u, kSign = 0x80000000u;
-    static const bool kHiWords = true;
-    static const int kMinBlocks = 3;
-};
-template <> struct ExactIn<__half> { /* |x| < 2^16: float never overflows */
-    typedef float F;
-    static const int K = 2;
-    static const uint32_t kM = 0x7c007c00u, kB = 0x04000400u, kS = 0x80008000u, kSign = 0x80008000u;
-    static const bool kHiWords = false;
-    static const int kMinBlocks = 3;
-};
-template <> struct ExactIn<__nv_bfloat16> { /* bound 2^96: biased exponent >= 0xdf */
-    typedef float F;
-    static const int K = 2;
-    static const uint32_t kM = 0x7f807f80u, kB = 0x10801080u, kS = 0x80008000u, kSign = 0x80008000u;
-    static const bool kHiWords = false;
-    static const int kMinBlocks = 3;
-};
+#define GS_EXACT_IN(T, F_, K_, M, B, S, Sign, Hi)                                   \
+    template <> struct ExactIn<T> {                                                \
+        typedef F_ F;                                                              \
+        static const int K = K_;                                                   \
+        static const uint32_t kM = M, kB = B, kS = S, kSign = Sign;                \
+        static const bool kHiWords = Hi;                                           \
+        static const int kMinBlocks = 3;                                           \
+    };
+/* float32 in float64: exact, and no sum can overflow */
+GS_EXACT_IN(float, double, GS_EXACT_F32_K, 0x7f800000u, 0x00800000u, 0x80000000u, 0x80000000u, false)
+/* bound 2^960: biased exponent >= 0x7bf */
+GS_EXACT_IN(double, double, 2, 0x7ff00000u, 0x04100000u, 0x80000000u, 0x80000000u, true)
+/* |x| < 2^16: float never overflows */
+GS_EXACT_IN(__half, float, 2, 0x7c007c00u, 0x04000400u, 0x80008000u, 0x80008000u, false)
+/* bound 2^96: biased exponent >= 0xdf */
+GS_EXACT_IN(__nv_bfloat16, float, 2, 0x7f807f80u, 0x10801080u, 0x80008000u, 0x80008000u, false)
+#undef GS_EXACT_IN
 
 template <typename T> __device__ __forceinline__ typename ExactIn<T>::F exact_widen(T x) { return widen(x); }
 template <> __device__ __forceinline__ double exact_widen<float>(float x) { return (double)x; }
@@ -130,6 +121,34 @@ template <typename F, int K> __device__ __forceinline__ void exact_add(F (&a)[K]
         two_sum(a[k], x, a[k], x);
     if (x != F(0))
         exact_flush(acc, (double)x);
+}
+
+__device__ __forceinline__ double add_rn(double a, double b) { return __dadd_rn(a, b); }
+__device__ __forceinline__ float add_rn(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ double sub_rn(double a, double b) { return __dsub_rn(a, b); }
+__device__ __forceinline__ float sub_rn(float a, float b) { return __fsub_rn(a, b); }
+
+/* A vector's elements into a[0] by plain additions, if every one is exact: true, or false
+ * with a unchanged. s = fl(a + x) is exact iff fl(s - a) == x and fl(s - x) == a: if it
+ * is, both differences are exact; if not, the difference taken from the operand with the
+ * larger exponent is exact (Dekker's lemma, the first step of Fast2Sum) and so differs
+ * from the other operand. For ordinary data every addition is exact (a thread's sum of
+ * float32s in [-1, 1) in a double, say) and this costs 3 additions and 2 compares per
+ * element instead of K TwoSums; one inexact addition sends the vector down exact_add_vec. */
+template <typename F, int K, int kPer>
+__device__ __forceinline__ bool exact_try_plain(F (&a)[K], const F (&x)[kPer])
+{
+    F s = a[0];
+    bool exact = true;
+#pragma unroll
+    for (int j = 0; j < kPer; j++) {
+        const F t = add_rn(s, x[j]);
+        exact &= (sub_rn(t, s) == x[j]) & (sub_rn(t, x[j]) == s);
+        s = t;
+    }
+    if (exact)
+        a[0] = s;
+    return exact;
 }
 
 /* A vector's elements into a, with one test of their residuals: a branch per element kept
@@ -222,7 +241,8 @@ __device__ __forceinline__ void exact_vec(const uint4 &raw, F (&a)[K], ExactShar
 #pragma unroll
     for (int k = 0; k < kPer; k++)
         x[k] = (F)exact_widen<T>(v[k]);
-    exact_add_vec<F, K, kPer>(a, x, acc);
+    if (!exact_try_plain<F, K, kPer>(a, x))
+        exact_add_vec<F, K, kPer>(a, x, acc);
 }
 
 template <typename Policy, typename T>
