@@ -7,8 +7,9 @@
  * element guard below rules out), level after level; what is left after the last level is
  * added to the block's long accumulator (flush). So at every moment
  *     sum of the thread's elements == sum of its expansions + what it flushed,
- * exactly (ExBLAS: Iakymchuk, Collange, Defour, Graillat). For ordinary data the residual
- * is zero and the loop is K error-free additions per element and no memory traffic.
+ * exactly (ExBLAS: Iakymchuk, Collange, Defour, Graillat). Before that, each vector is tried
+ * with plain additions into a[0] (exact_try_plain), kept when all of them were exact: for
+ * ordinary data that is all the loop does, with no memory traffic.
  *
  * The block's long accumulator is gs_exact_acc's fixed point (limbs of 32-bit digits from
  * 2^-1088) in shared memory, added to with 64-bit integer atomics: integer addition is
