@@ -13,11 +13,34 @@
  *   gridsync-bench-exact [--quick] [--csv FILE] [--max-log2 N]
  *
  * Prints a table: dtype, n, backend, default us, exact us, exact/default throughput,
- * exact - default in us.
+ * exact - default in us, and CUB's deterministic sum (DeviceReduce::Sum with the
+ * gpu_to_gpu requirement) in us for float32 and float64 when the CUB headers have it
+ * (meson -Dbench-cccl=<a CCCL source tree>; CUDA 13.0's own CUB does not): run on the same
+ * buffers in the same rounds, checked to lie within n^2 u of the exact sum.
  */
+#include <cmath>
 #include <ctime>
 
 #include "bench_common.cuh" /* CK, GS_CK, median */
+
+/* CUB's deterministic sum (cub::DeviceReduce::Sum with the gpu_to_gpu requirement, float
+ * and double only), when the CUB headers have it: CCCL 3.1 and later, not CUDA 13.0's
+ * (3.0). meson's bench-cccl option puts a newer CCCL's headers first. */
+#if __has_include(<cuda/execution.determinism.h>)
+#  include <cub/device/device_reduce.cuh>
+#  include <cuda/execution.determinism.h>
+#  include <cuda/execution.require.h>
+#  include <cuda/stream_ref>
+#  define BENCH_G2G 1
+template <typename T> static void cub_g2g_sum(const void *in, void *out, uint64_t n, cudaStream_t s)
+{
+    const auto env = cuda::std::execution::env{cuda::stream_ref{s},
+                                               cuda::execution::require(cuda::execution::determinism::gpu_to_gpu)};
+    CK(cub::DeviceReduce::Sum((const T *)in, (T *)out, (int64_t)n, env));
+}
+#else
+#  define BENCH_G2G 0
+#endif
 #include "exact_ref.h"
 #include "hostref.h"
 
@@ -96,6 +119,9 @@ static int run(int argc, char **argv)
         GS_CK(gs_context_create(0, &c.ctx));
     }
     unsetenv("GRIDSYNC_BACKEND");
+    char cub_version[32];
+    snprintf(cub_version, sizeof cub_version, "%d.%d.%d", CUB_VERSION / 100000, CUB_VERSION / 100 % 1000,
+             CUB_VERSION % 100);
     const uint64_t seed = 0x5eed0000ull + (uint64_t)time(nullptr);
     printf("device %s, seed %" PRIu64 "\n", prop.name, seed);
 
@@ -111,9 +137,10 @@ static int run(int argc, char **argv)
     CK(cudaEventCreate(&e1));
     FILE *csv = csv_path ? fopen(csv_path, "w") : nullptr;
     if (csv)
-        fprintf(csv, "device,dtype,n,backend,default_us,exact_us,ratio,delta_us\n");
-    printf("%-5s %10s %-17s %11s %11s %8s %9s\n", "dtype", "n", "backend", "default us", "exact us", "ratio",
-           "delta us");
+        fprintf(csv, "device,dtype,n,backend,default_us,exact_us,ratio,delta_us,cub_g2g_us,cub_version\n");
+    printf("CUB %s (gpu_to_gpu column: %s)\n", cub_version, BENCH_G2G ? "yes, float32 and float64" : "no, these CUB headers lack it");
+    printf("%-5s %10s %-17s %11s %11s %8s %9s %9s\n", "dtype", "n", "backend", "default us", "exact us", "ratio",
+           "delta us", "g2g us");
     const gs_dtype types[4] = {GS_FLOAT32, GS_FLOAT64, GS_FLOAT16, GS_BFLOAT16};
     int failures = 0;
     std::vector<unsigned char> host;
@@ -144,18 +171,30 @@ static int run(int argc, char **argv)
                 const double est_us = 5.0 + (double)(n * esize) / 2.5e6;
                 const int calls = std::max(3, (int)(2000.0 / est_us));
                 const int repeats = quick ? 5 : 9;
-                std::vector<double> td, te;
+                /* CUB's gpu_to_gpu sum as a third contender, once per size (beside cuda_sm20),
+                 * into its own output slot */
+                const bool g2g = BENCH_G2G && c == 0 && (t == GS_FLOAT32 || t == GS_FLOAT64);
+                void *cub_out = (char *)out + 32;
+                std::vector<double> td, te, tc;
                 for (int r = 0; r < repeats + 1; r++) {
-                    for (int v = 0; v < 2; v++) {
+                    for (int v = 0; v < (g2g ? 3 : 2); v++) {
                         CK(cudaEventRecord(e0, stream));
-                        for (int k = 0; k < calls; k++)
-                            GS_CK(gs_reduce_ex(ctxs[c].ctx, buf, n, t, GS_OP_SUM, out, stream, v ? &exact : nullptr));
+                        for (int k = 0; k < calls; k++) {
+                            if (v < 2)
+                                GS_CK(gs_reduce_ex(ctxs[c].ctx, buf, n, t, GS_OP_SUM, out, stream, v ? &exact : nullptr));
+#if BENCH_G2G
+                            else if (t == GS_FLOAT32)
+                                cub_g2g_sum<float>(buf, cub_out, n, stream);
+                            else
+                                cub_g2g_sum<double>(buf, cub_out, n, stream);
+#endif
+                        }
                         CK(cudaEventRecord(e1, stream));
                         CK(cudaEventSynchronize(e1));
                         float ms;
                         CK(cudaEventElapsedTime(&ms, e0, e1));
                         if (r > 0) /* the first round warms up */
-                            (v ? te : td).push_back(1000.0 * ms / calls);
+                            (v == 2 ? tc : v ? te : td).push_back(1000.0 * ms / calls);
                     }
                 }
                 uint64_t got = 0;
@@ -171,12 +210,33 @@ static int run(int argc, char **argv)
                     fprintf(stderr, "FAIL: backends disagree on exact %s n %" PRIu64 "\n", tname(t), n);
                     failures++;
                 }
+                if (g2g) { /* not correctly rounded: within n u sum|x| <= n^2 u of the exact sum */
+                    double cub_sum, exact_sum;
+                    if (t == GS_FLOAT32) {
+                        float a, b;
+                        CK(cudaMemcpy(&a, cub_out, 4, cudaMemcpyDeviceToHost));
+                        memcpy(&b, &got, 4);
+                        cub_sum = a, exact_sum = b;
+                    } else {
+                        CK(cudaMemcpy(&cub_sum, cub_out, 8, cudaMemcpyDeviceToHost));
+                        memcpy(&exact_sum, &got, 8);
+                    }
+                    const double u = t == GS_FLOAT32 ? 0x1p-24 : 0x1p-53;
+                    if (!(fabs(cub_sum - exact_sum) <= (double)n * (double)n * u)) {
+                        fprintf(stderr, "FAIL: CUB gpu_to_gpu %s n %" PRIu64 ": %.17g, exact %.17g\n", tname(t), n,
+                                cub_sum, exact_sum);
+                        failures++;
+                    }
+                }
                 const double d = median(td), x = median(te);
-                printf("%-5s %10" PRIu64 " %-17s %11.2f %11.2f %8.3f %9.2f\n", tname(t), n,
-                       ctxs[c].backend, d, x, d / x, x - d);
+                char g2g_us[32] = "";
+                if (g2g)
+                    snprintf(g2g_us, sizeof g2g_us, "%.3f", median(tc));
+                printf("%-5s %10" PRIu64 " %-17s %11.2f %11.2f %8.3f %9.2f %9s\n", tname(t), n,
+                       ctxs[c].backend, d, x, d / x, x - d, g2g ? g2g_us : "-");
                 if (csv)
-                    fprintf(csv, "\"%s\",%s,%" PRIu64 ",%s,%.3f,%.3f,%.4f,%.3f\n", prop.name, tname(t), n,
-                            ctxs[c].backend, d, x, d / x, x - d);
+                    fprintf(csv, "\"%s\",%s,%" PRIu64 ",%s,%.3f,%.3f,%.4f,%.3f,%s,%s\n", prop.name, tname(t), n,
+                            ctxs[c].backend, d, x, d / x, x - d, g2g_us, g2g ? cub_version : "");
             }
         }
     }
