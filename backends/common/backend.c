@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cuda_status.h"
 #include "dtype.h"
@@ -147,8 +148,17 @@ static gs_status cuda_fail(CUresult rc, const char *what)
     return gs_status_of_cuda(rc);
 }
 
+/* Milliseconds on CLOCK_MONOTONIC, for GRIDSYNC_DEBUG's timings. */
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
 static gs_status be_open(const gs_backend_device *dev, gs_backend_instance **out)
 {
+    const double t0 = now_ms();
     gs_backend_instance *inst = calloc(1, sizeof *inst);
     if (!inst) {
         host->set_error("%s backend: out of host memory", GS_BACKEND_NAME);
@@ -163,11 +173,13 @@ static gs_status be_open(const gs_backend_device *dev, gs_backend_instance **out
         free(inst);
         return cuda_fail(rc, what);
     }
+    const double t1 = now_ms();
     /* What counts as an input the L2 cache holds (grid_policy.h). */
     int l2 = 0;
     if (host->cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev->device) != CUDA_SUCCESS)
         l2 = 0;
     inst->l2_bytes = gs_grid_l2_bytes(l2);
+    double family_ms[3] = {0, 0, 0}, tk = now_ms(); /* gs_reduce's, segmented, exact */
     for (int k = 0; k < GS_NKERNELS + GS_NSEG_KERNELS + GS_NEXACT_KERNELS; k++) {
         const int seg = k >= GS_NKERNELS && k < GS_NKERNELS + GS_NSEG_KERNELS, exact = k >= GS_NKERNELS + GS_NSEG_KERNELS;
         const kernel_entry *e = exact ? &exact_kernels[k - GS_NKERNELS - GS_NSEG_KERNELS]
@@ -203,6 +215,9 @@ static gs_status be_open(const gs_backend_device *dev, gs_backend_instance **out
             inst->max_blocks[k] = gs_grid_cap(sms, per_sm, GS_GRID_THREADS_PER_SM);
             inst->max_blocks_dram[k] = gs_grid_cap(sms, per_sm, GS_GRID_THREADS_PER_SM_DRAM);
         }
+        const double tn = now_ms();
+        family_ms[exact ? 2 : seg ? 1 : 0] += tn - tk;
+        tk = tn;
     }
     /* For tests only (docs/design.md, "Exact sums"): the exact kernels' grid, to show that
      * their bits do not depend on it. */
@@ -213,6 +228,10 @@ static gs_status be_open(const gs_backend_device *dev, gs_backend_instance **out
         host->log(GS_LOG_DEBUG, "%s backend: GRIDSYNC_TEST_EXACT_GRID=%s: exact sums on %u blocks", GS_BACKEND_NAME,
                   forced, inst->exact_grid);
     }
+    host->log(GS_LOG_DEBUG,
+              "%s backend: fatbin loaded in %.3f ms (cuModuleLoadData), kernels set up in %.3f ms "
+              "(gs_reduce's %.3f, segmented %.3f, exact %.3f)",
+              GS_BACKEND_NAME, t1 - t0, now_ms() - t1, family_ms[0], family_ms[1], family_ms[2]);
     host->log(GS_LOG_DEBUG,
               "%s backend: %d kernels ready on compute capability %d.%d, up to %u blocks (%u above %llu bytes)",
               GS_BACKEND_NAME, (int)(GS_NKERNELS + GS_NSEG_KERNELS + GS_NEXACT_KERNELS), dev->cc_major, dev->cc_minor, inst->max_blocks[0],
