@@ -1,9 +1,10 @@
 /*
- * The host side of a gridsync backend, the same for every backend: it loads the backend's
- * embedded fatbin through the driver table the core hands in, looks the kernels of
- * kernel_list.h up by their extern "C" names, sizes the grid (grid_policy.h, from the
- * device's occupancy and L2 size), and launches one kernel per reduction. Compiled once per backend with
- * GS_BACKEND_NAME="<name>", next to that backend's fatbin.
+ * The host side of a gridsync backend, the same for every backend: it answers which
+ * reductions it does, sizes the grid (grid_policy.h, from the device's occupancy and L2
+ * size), and launches one kernel per reduction. Its kernels (kernel_list.h, looked up by
+ * their extern "C" names) and their modules, loaded through the driver table the core
+ * hands in, are modules.c's. Compiled once per backend with GS_BACKEND_NAME="<name>", next
+ * to that backend's fatbins.
  */
 #define _GNU_SOURCE /* secure_getenv */
 #include <stddef.h>
@@ -11,13 +12,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cuda_status.h"
 #include "dtype.h"
 #include "gridsync_backend.h"
 #include "grid_policy.h"
 #include "kernel_list.h"
+#include "modules.h"
 
 #ifndef GS_BACKEND_NAME
 #  error "GS_BACKEND_NAME must be defined"
@@ -31,101 +32,36 @@
 
 #define GS_EXPORT __attribute__((visibility("default")))
 
-#define GS_COUNT_KERNEL(dt, op, o) +1
-#define GS_COUNT_EXACT(dt) +1
-enum {
-    GS_NKERNELS = 0 GS_KERNELS(GS_COUNT_KERNEL),
-    GS_NSEG_KERNELS = 0 GS_SEG_KERNELS(GS_COUNT_KERNEL),
-    GS_NEXACT_KERNELS = 0 GS_EXACT_KERNELS(GS_COUNT_EXACT)
-};
 _Static_assert(GS_NKERNELS < 255, "kernel_index holds indices in a byte");
 
-/* The fatbin, embedded by embed_fatbin.py's assembly. */
-extern const unsigned char gs_fatbin[];
-
-static const gs_backend_host *host;
-
-typedef struct kernel_entry {
-    gs_dtype dtype;
-    gs_op op;
-    gs_dtype out;
-    const char *name;
-} kernel_entry;
-
-struct gs_backend_instance {
-    gs_backend_device dev;
-    CUmodule module;
-    /* Per kernel of kernels[]: its function, and the most blocks gs_grid_for() launches
-     * for an input of up to l2_bytes (GS_GRID_THREADS_PER_SM's worth per multiprocessor) and
-     * for a larger one (GS_GRID_THREADS_PER_SM_DRAM's), at most what is resident. */
-    CUfunction fn[GS_NKERNELS];
-    unsigned int max_blocks[GS_NKERNELS];
-    unsigned int max_blocks_dram[GS_NKERNELS];
-    uint64_t l2_bytes;
-    /* The same for the segmented reduction's kernels, seg_kernels[], whose cap is what is
-     * resident (its blocks take work from a queue). */
-    CUfunction seg_fn[GS_NSEG_KERNELS];
-    unsigned int seg_max_blocks[GS_NSEG_KERNELS];
-    /* The exact sums' kernels, exact_kernels[], sized as gs_reduce's; exact_grid: the grid
-     * GRIDSYNC_TEST_EXACT_GRID forces (0: none), for tests only. */
-    CUfunction exact_fn[GS_NEXACT_KERNELS];
-    unsigned int exact_max_blocks[GS_NEXACT_KERNELS];
-    unsigned int exact_max_blocks_dram[GS_NEXACT_KERNELS];
-    unsigned int exact_grid;
-};
-
-/* Mapping of the kernel list's short names to the public enums. */
-#define GS_DT_i32 GS_INT32
-#define GS_DT_u32 GS_UINT32
-#define GS_DT_i64 GS_INT64
-#define GS_DT_u64 GS_UINT64
-#define GS_DT_f32 GS_FLOAT32
-#define GS_DT_f64 GS_FLOAT64
-#define GS_DT_f16 GS_FLOAT16
-#define GS_DT_bf16 GS_BFLOAT16
-#define GS_DT_i8 GS_INT8
-#define GS_DT_u8 GS_UINT8
-#define GS_OPV_sum GS_OP_SUM
-#define GS_OPV_prod GS_OP_PROD
-#define GS_OPV_min GS_OP_MIN
-#define GS_OPV_max GS_OP_MAX
-#define GS_OPV_argmin GS_OP_ARGMIN
-#define GS_OPV_argmax GS_OP_ARGMAX
-#define GS_OPV_and GS_OP_BIT_AND
-#define GS_OPV_or GS_OP_BIT_OR
-#define GS_OPV_xor GS_OP_BIT_XOR
-
-#define GS_KERNEL_ENTRY(dt, op, o) {GS_DT_##dt, GS_OPV_##op, GS_DT_##o, "gs_reduce_" #dt "_" #op "_" #o},
-static const kernel_entry kernels[GS_NKERNELS] = {GS_KERNELS(GS_KERNEL_ENTRY)};
-#define GS_SEG_KERNEL_ENTRY(dt, op, o) {GS_DT_##dt, GS_OPV_##op, GS_DT_##o, "gs_segreduce_" #dt "_" #op "_" #o},
-static const kernel_entry seg_kernels[GS_NSEG_KERNELS] = {GS_SEG_KERNELS(GS_SEG_KERNEL_ENTRY)};
-/* (out: unused, the output type is the kernel's argument) */
-#define GS_EXACT_KERNEL_ENTRY(dt) {GS_DT_##dt, GS_OP_SUM, GS_DT_##dt, "gs_exact_" #dt},
-static const kernel_entry exact_kernels[GS_NEXACT_KERNELS] = {GS_EXACT_KERNELS(GS_EXACT_KERNEL_ENTRY)};
 #define GS_EXACT_PAIR(dt, o) || (dtype == GS_DT_##dt && out == GS_DT_##o)
 
-/* The index in exact_kernels[] of dtype's exact kernel when it rounds into out; -1 if none. */
+/* The index in gs_kernel_table_exact[] of dtype's exact kernel when it rounds into out; -1 if none. */
 static int find_exact(gs_dtype dtype, gs_dtype out)
 {
     if (!(0 GS_EXACT_OUTPUTS(GS_EXACT_PAIR)))
         return -1;
     for (int k = 0; k < GS_NEXACT_KERNELS; k++)
-        if (exact_kernels[k].dtype == dtype)
+        if (gs_kernel_table_exact[k].dtype == dtype)
             return k;
     return -1;
 }
 
-/* (dtype, op, out) -> index into kernels[] + 1, 0 when there is none; filled once by the
+/* (dtype, op, out) -> index into gs_kernel_table_reduce[] (_segmented[]) + 1, 0 when there is none; filled once by the
  * entry point, so a launch looks its kernel up in constant time. */
 static unsigned char kernel_index[GS_DTYPE_COUNT][GS_OP_COUNT][GS_DTYPE_COUNT];
 static unsigned char seg_kernel_index[GS_DTYPE_COUNT][GS_OP_COUNT][GS_DTYPE_COUNT];
 
 static void index_kernels(void)
 {
-    for (int k = 0; k < GS_NKERNELS; k++)
-        kernel_index[kernels[k].dtype][kernels[k].op][kernels[k].out] = (unsigned char)(k + 1);
-    for (int k = 0; k < GS_NSEG_KERNELS; k++)
-        seg_kernel_index[seg_kernels[k].dtype][seg_kernels[k].op][seg_kernels[k].out] = (unsigned char)(k + 1);
+    for (int k = 0; k < GS_NKERNELS; k++) {
+        const kernel_entry *e = &gs_kernel_table_reduce[k];
+        kernel_index[e->dtype][e->op][e->out] = (unsigned char)(k + 1);
+    }
+    for (int k = 0; k < GS_NSEG_KERNELS; k++) {
+        const kernel_entry *e = &gs_kernel_table_segmented[k];
+        seg_kernel_index[e->dtype][e->op][e->out] = (unsigned char)(k + 1);
+    }
 }
 
 static int lookup(unsigned char (*index)[GS_OP_COUNT][GS_DTYPE_COUNT], gs_dtype dtype, gs_op op, gs_dtype out)
@@ -140,102 +76,50 @@ static int find_kernel(gs_dtype dtype, gs_op op, gs_dtype out)
     return lookup(kernel_index, dtype, op, out);
 }
 
-static gs_status cuda_fail(CUresult rc, const char *what)
-{
-    const char *name = "?";
-    host->cuGetErrorName(rc, &name);
-    host->set_error("%s backend: %s failed: %s", GS_BACKEND_NAME, what, name);
-    return gs_status_of_cuda(rc);
-}
-
-/* Milliseconds on CLOCK_MONOTONIC, for GRIDSYNC_DEBUG's timings. */
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
 static gs_status be_open(const gs_backend_device *dev, gs_backend_instance **out)
 {
-    const double t0 = now_ms();
     gs_backend_instance *inst = calloc(1, sizeof *inst);
     if (!inst) {
-        host->set_error("%s backend: out of host memory", GS_BACKEND_NAME);
+        gs_host->set_error("%s backend: out of host memory", GS_BACKEND_NAME);
         return GS_ERROR_OUT_OF_MEMORY;
     }
     memcpy(&inst->dev, dev, dev->struct_size < sizeof inst->dev ? dev->struct_size : sizeof inst->dev);
-    CUresult rc = host->cuModuleLoadData(&inst->module, gs_fatbin);
-    if (rc != CUDA_SUCCESS) {
-        char what[160];
-        snprintf(what, sizeof what, "loading its fatbin on compute capability %d.%d (cuModuleLoadData)",
-                 dev->cc_major, dev->cc_minor);
+    if (pthread_mutex_init(&inst->lock, NULL) != 0) {
         free(inst);
-        return cuda_fail(rc, what);
+        gs_host->set_error("%s backend: pthread_mutex_init failed", GS_BACKEND_NAME);
+        return GS_ERROR_BACKEND_INIT_FAILED;
     }
-    const double t1 = now_ms();
+    /* gs_reduce's module now, so that a backend without code for this device is skipped
+     * at once (the core tries the next one); its kernels and the other families' modules
+     * at their first call (modules.h). */
+    const double t0 = gs_now_ms();
+    gs_status st = gs_module_load(inst, GS_FAM_REDUCE);
+    if (st != GS_SUCCESS) {
+        pthread_mutex_destroy(&inst->lock);
+        free(inst);
+        return st;
+    }
+    const double t1 = gs_now_ms();
     /* What counts as an input the L2 cache holds (grid_policy.h). */
     int l2 = 0;
-    if (host->cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev->device) != CUDA_SUCCESS)
+    if (gs_host->cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev->device) != CUDA_SUCCESS)
         l2 = 0;
     inst->l2_bytes = gs_grid_l2_bytes(l2);
-    double family_ms[3] = {0, 0, 0}, tk = now_ms(); /* gs_reduce's, segmented, exact */
-    for (int k = 0; k < GS_NKERNELS + GS_NSEG_KERNELS + GS_NEXACT_KERNELS; k++) {
-        const int seg = k >= GS_NKERNELS && k < GS_NKERNELS + GS_NSEG_KERNELS, exact = k >= GS_NKERNELS + GS_NSEG_KERNELS;
-        const kernel_entry *e = exact ? &exact_kernels[k - GS_NKERNELS - GS_NSEG_KERNELS]
-                                : seg ? &seg_kernels[k - GS_NKERNELS]
-                                      : &kernels[k];
-        CUfunction f;
-        rc = host->cuModuleGetFunction(&f, inst->module, e->name);
-        int per_sm = 0;
-        if (rc == CUDA_SUCCESS)
-            rc = host->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, GS_BACKEND_BLOCK, 0);
-        if (rc != CUDA_SUCCESS) {
-            char what[160];
-            snprintf(what, sizeof what, "setting up kernel %s", e->name);
-            host->cuModuleUnload(inst->module);
-            free(inst);
-            gs_status st = cuda_fail(rc, what);
-            return st == GS_ERROR_CUDA ? GS_ERROR_BACKEND_INIT_FAILED : st;
-        }
-        if (per_sm < 1)
-            per_sm = 1;
-        if (exact) {
-            const int x = k - GS_NKERNELS - GS_NSEG_KERNELS;
-            const unsigned int sms = (unsigned int)dev->multiprocessor_count;
-            inst->exact_fn[x] = f;
-            inst->exact_max_blocks[x] = gs_grid_cap(sms, per_sm, GS_GRID_THREADS_PER_SM);
-            inst->exact_max_blocks_dram[x] = gs_grid_cap(sms, per_sm, GS_GRID_THREADS_PER_SM_DRAM);
-        } else if (seg) {
-            inst->seg_fn[k - GS_NKERNELS] = f;
-            inst->seg_max_blocks[k - GS_NKERNELS] = (unsigned int)per_sm * (unsigned int)dev->multiprocessor_count;
-        } else {
-            const unsigned int sms = (unsigned int)dev->multiprocessor_count;
-            inst->fn[k] = f;
-            inst->max_blocks[k] = gs_grid_cap(sms, per_sm, GS_GRID_THREADS_PER_SM);
-            inst->max_blocks_dram[k] = gs_grid_cap(sms, per_sm, GS_GRID_THREADS_PER_SM_DRAM);
-        }
-        const double tn = now_ms();
-        family_ms[exact ? 2 : seg ? 1 : 0] += tn - tk;
-        tk = tn;
-    }
     /* For tests only (docs/design.md, "Exact sums"): the exact kernels' grid, to show that
      * their bits do not depend on it. */
     const char *forced = secure_getenv("GRIDSYNC_TEST_EXACT_GRID");
     if (forced && *forced) {
         const unsigned long g = strtoul(forced, NULL, 10);
         inst->exact_grid = g > 0 && g <= (1ul << 20) ? (unsigned int)g : 0; /* exact.cuh: < 2^29 */
-        host->log(GS_LOG_DEBUG, "%s backend: GRIDSYNC_TEST_EXACT_GRID=%s: exact sums on %u blocks", GS_BACKEND_NAME,
-                  forced, inst->exact_grid);
+        gs_host->log(GS_LOG_DEBUG, "%s backend: GRIDSYNC_TEST_EXACT_GRID=%s: exact sums on %u blocks",
+                     GS_BACKEND_NAME, forced, inst->exact_grid);
     }
-    host->log(GS_LOG_DEBUG,
-              "%s backend: fatbin loaded in %.3f ms (cuModuleLoadData), kernels set up in %.3f ms "
-              "(gs_reduce's %.3f, segmented %.3f, exact %.3f)",
-              GS_BACKEND_NAME, t1 - t0, now_ms() - t1, family_ms[0], family_ms[1], family_ms[2]);
-    host->log(GS_LOG_DEBUG,
-              "%s backend: %d kernels ready on compute capability %d.%d, up to %u blocks (%u above %llu bytes)",
-              GS_BACKEND_NAME, (int)(GS_NKERNELS + GS_NSEG_KERNELS + GS_NEXACT_KERNELS), dev->cc_major, dev->cc_minor, inst->max_blocks[0],
-              inst->max_blocks_dram[0], (unsigned long long)inst->l2_bytes);
+    gs_host->log(GS_LOG_DEBUG,
+                 "%s backend: open on compute capability %d.%d in %.3f ms: module load %.3f ms, kernel set-up "
+                 "none yet (each of the %d kernels at its first call, the segmented and exact-sum modules at "
+                 "their family's first call); inputs up to %llu bytes count as in L2",
+                 GS_BACKEND_NAME, dev->cc_major, dev->cc_minor, gs_now_ms() - t0, t1 - t0,
+                 (int)(GS_NKERNELS + GS_NSEG_KERNELS + GS_NEXACT_KERNELS), (unsigned long long)inst->l2_bytes);
     *out = inst;
     return GS_SUCCESS;
 }
@@ -244,7 +128,10 @@ static void be_close(gs_backend_instance *inst)
 {
     if (!inst)
         return;
-    host->cuModuleUnload(inst->module);
+    for (int f = 0; f < GS_FAM_COUNT; f++)
+        if (inst->module[f])
+            gs_host->cuModuleUnload(inst->module[f]);
+    pthread_mutex_destroy(&inst->lock);
     free(inst);
 }
 
@@ -276,14 +163,18 @@ static gs_status exact_reduce(gs_backend_instance *inst, const gs_backend_reduce
 {
     const int k = a->op == GS_OP_SUM ? find_exact(a->dtype, a->out_dtype) : -1;
     if (k < 0) {
-        host->set_error("%s backend: no exact kernel for %s over %s into %s", GS_BACKEND_NAME, gs_op_name(a->op),
+        gs_host->set_error("%s backend: no exact kernel for %s over %s into %s", GS_BACKEND_NAME, gs_op_name(a->op),
                         gs_dtype_name(a->dtype), gs_dtype_name(a->out_dtype));
         return GS_ERROR_UNSUPPORTED;
     }
+    const gs_kernel_slot *s;
+    gs_status st = gs_kernel(inst, GS_FAM_EXACT, k, &s);
+    if (st != GS_SUCCESS)
+        return st;
     const uint64_t least = (a->n + GS_EXACT_BLOCK_ELEMENTS - 1) / GS_EXACT_BLOCK_ELEMENTS;
     uint64_t grid = inst->exact_grid ? inst->exact_grid
-                                     : gs_grid_for(a->n, gs_dtype_size(a->dtype), inst->l2_bytes,
-                                                   inst->exact_max_blocks[k], inst->exact_max_blocks_dram[k]);
+                                     : gs_grid_for(a->n, gs_dtype_size(a->dtype), inst->l2_bytes, s->max_blocks,
+                                                   s->max_blocks_dram);
     if (grid < least)
         grid = least;
     CUdeviceptr in = a->in, out = a->out, ws = a->workspace;
@@ -291,12 +182,12 @@ static gs_status exact_reduce(gs_backend_instance *inst, const gs_backend_reduce
     int out_dtype = (int)a->out_dtype;
     unsigned int mode = a->flags == GS_BACKEND_REDUCE_EXACT_ACCUMULATOR;
     void *params[] = {&in, &n, &out, &ws, &out_dtype, &mode};
-    CUresult rc = host->cuLaunchKernel(inst->exact_fn[k], (unsigned int)grid, 1, 1, GS_BACKEND_BLOCK, 1, 1, 0,
+    CUresult rc = gs_host->cuLaunchKernel(s->fn, (unsigned int)grid, 1, 1, GS_BACKEND_BLOCK, 1, 1, 0,
                                        a->stream, params, NULL);
     if (rc != CUDA_SUCCESS) {
         char what[128];
-        snprintf(what, sizeof what, "cuLaunchKernel(%s, %u blocks)", exact_kernels[k].name, (unsigned int)grid);
-        return cuda_fail(rc, what);
+        snprintf(what, sizeof what, "cuLaunchKernel(%s, %u blocks)", gs_kernel_table_exact[k].name, (unsigned int)grid);
+        return gs_cuda_fail(rc, what);
     }
     return GS_SUCCESS;
 }
@@ -304,7 +195,7 @@ static gs_status exact_reduce(gs_backend_instance *inst, const gs_backend_reduce
 static gs_status be_reduce(gs_backend_instance *inst, const gs_backend_reduce_args *a)
 {
     if (a->workspace_bytes < GS_WORKSPACE_BYTES) {
-        host->set_error("%s backend: workspace of %llu bytes, %u needed", GS_BACKEND_NAME,
+        gs_host->set_error("%s backend: workspace of %llu bytes, %u needed", GS_BACKEND_NAME,
                         (unsigned long long)a->workspace_bytes, (unsigned)GS_WORKSPACE_BYTES);
         return GS_ERROR_INTERNAL;
     }
@@ -313,20 +204,23 @@ static gs_status be_reduce(gs_backend_instance *inst, const gs_backend_reduce_ar
         return exact_reduce(inst, a);
     int k = find_kernel(a->dtype, a->op, a->out_dtype);
     if (k < 0) {
-        host->set_error("%s backend: no kernel for %s over %s into %s", GS_BACKEND_NAME, gs_op_name(a->op),
+        gs_host->set_error("%s backend: no kernel for %s over %s into %s", GS_BACKEND_NAME, gs_op_name(a->op),
                         gs_dtype_name(a->dtype), gs_dtype_name(a->out_dtype));
         return GS_ERROR_UNSUPPORTED;
     }
-    unsigned int grid = gs_grid_for(a->n, gs_dtype_size(a->dtype), inst->l2_bytes, inst->max_blocks[k],
-                                    inst->max_blocks_dram[k]);
+    const gs_kernel_slot *s;
+    gs_status st = gs_kernel(inst, GS_FAM_REDUCE, k, &s);
+    if (st != GS_SUCCESS)
+        return st;
+    unsigned int grid = gs_grid_for(a->n, gs_dtype_size(a->dtype), inst->l2_bytes, s->max_blocks, s->max_blocks_dram);
     CUdeviceptr in = a->in, out = a->out, ws = a->workspace;
     uint64_t n = a->n;
     void *params[] = {&in, &n, &out, &ws};
-    CUresult rc = host->cuLaunchKernel(inst->fn[k], grid, 1, 1, GS_BACKEND_BLOCK, 1, 1, 0, a->stream, params, NULL);
+    CUresult rc = gs_host->cuLaunchKernel(s->fn, grid, 1, 1, GS_BACKEND_BLOCK, 1, 1, 0, a->stream, params, NULL);
     if (rc != CUDA_SUCCESS) {
         char what[128];
-        snprintf(what, sizeof what, "cuLaunchKernel(%s, %u blocks)", kernels[k].name, grid);
-        return cuda_fail(rc, what);
+        snprintf(what, sizeof what, "cuLaunchKernel(%s, %u blocks)", gs_kernel_table_reduce[k].name, grid);
+        return gs_cuda_fail(rc, what);
     }
     return GS_SUCCESS;
 }
@@ -337,7 +231,7 @@ static gs_status be_reduce(gs_backend_instance *inst, const gs_backend_reduce_ar
  * queue balances the rest. n + S does not overflow: S < 2^56 (checked by the core), and n
  * elements lie in one allocation (where the driver reports the allocation's range; where
  * it reports none, n is only known not to wrap around memory). */
-static void seg_plan(const gs_backend_instance *inst, int k, gs_dtype dtype, gs_op op, uint64_t n, uint64_t S,
+static void seg_plan(unsigned int max_blocks, gs_dtype dtype, gs_op op, uint64_t n, uint64_t S,
                      uint64_t *chunk, uint32_t *nchunks, unsigned int *grid)
 {
     const uint64_t total = n + S;
@@ -349,7 +243,7 @@ static void seg_plan(const gs_backend_instance *inst, int k, gs_dtype dtype, gs_
      * (a million empty segments over a short input still spread over every block). */
     if (n && S) {
         const uint64_t scaled = base + (uint64_t)((unsigned __int128)base * S / n);
-        const uint64_t cap = total / (2u * inst->seg_max_blocks[k] + 1);
+        const uint64_t cap = total / (2u * max_blocks + 1);
         c = scaled < cap ? scaled : (cap > base ? cap : base);
     }
     const uint64_t need = (total + max_chunks - 1) / max_chunks;
@@ -359,35 +253,39 @@ static void seg_plan(const gs_backend_instance *inst, int k, gs_dtype dtype, gs_
     *chunk = c;
     *nchunks = (uint32_t)nc;
     const uint64_t want = (nc + 1) / 2;
-    *grid = want < inst->seg_max_blocks[k] ? (unsigned int)want : inst->seg_max_blocks[k];
+    *grid = want < max_blocks ? (unsigned int)want : max_blocks;
 }
 
 static gs_status be_segmented_reduce(gs_backend_instance *inst, const gs_backend_segmented_args *a)
 {
     int k = lookup(seg_kernel_index, a->dtype, a->op, a->out_dtype);
     if (k < 0) {
-        host->set_error("%s backend: no segmented kernel for %s over %s into %s", GS_BACKEND_NAME,
+        gs_host->set_error("%s backend: no segmented kernel for %s over %s into %s", GS_BACKEND_NAME,
                         gs_op_name(a->op), gs_dtype_name(a->dtype), gs_dtype_name(a->out_dtype));
         return GS_ERROR_UNSUPPORTED;
     }
     if (a->workspace_bytes < GS_WORKSPACE_BYTES) {
-        host->set_error("%s backend: workspace of %llu bytes, %u needed", GS_BACKEND_NAME,
+        gs_host->set_error("%s backend: workspace of %llu bytes, %u needed", GS_BACKEND_NAME,
                         (unsigned long long)a->workspace_bytes, (unsigned)GS_WORKSPACE_BYTES);
         return GS_ERROR_INTERNAL;
     }
+    const gs_kernel_slot *s;
+    gs_status st = gs_kernel(inst, GS_FAM_SEGMENTED, k, &s);
+    if (st != GS_SUCCESS)
+        return st;
     uint64_t chunk;
     uint32_t nchunks;
     unsigned int grid;
-    seg_plan(inst, k, a->dtype, a->op, a->n, a->num_segments, &chunk, &nchunks, &grid);
+    seg_plan(s->max_blocks, a->dtype, a->op, a->n, a->num_segments, &chunk, &nchunks, &grid);
     CUdeviceptr in = a->in, offsets = a->offsets, out = a->out, ws = a->workspace;
     uint64_t n = a->n, nseg = a->num_segments;
     void *params[] = {&in, &n, &offsets, &nseg, &out, &ws, &chunk, &nchunks};
     CUresult rc =
-        host->cuLaunchKernel(inst->seg_fn[k], grid, 1, 1, GS_BACKEND_BLOCK, 1, 1, 0, a->stream, params, NULL);
+        gs_host->cuLaunchKernel(s->fn, grid, 1, 1, GS_BACKEND_BLOCK, 1, 1, 0, a->stream, params, NULL);
     if (rc != CUDA_SUCCESS) {
         char what[160];
-        snprintf(what, sizeof what, "cuLaunchKernel(%s, %u blocks)", seg_kernels[k].name, grid);
-        return cuda_fail(rc, what);
+        snprintf(what, sizeof what, "cuLaunchKernel(%s, %u blocks)", gs_kernel_table_segmented[k].name, grid);
+        return gs_cuda_fail(rc, what);
     }
     return GS_SUCCESS;
 }
@@ -412,7 +310,7 @@ GS_EXPORT gs_status gridsync_backend_entry_v1(uint32_t core_abi_version, const g
         return GS_ERROR_BACKEND_ABI_MISMATCH;
     if (!h || !out || h->struct_size < sizeof(gs_backend_host))
         return GS_ERROR_BACKEND_INIT_FAILED;
-    host = h;
+    gs_host = h;
     index_kernels(); /* idempotent: the same table whenever the core calls again */
     *out = &ops;
     return GS_SUCCESS;

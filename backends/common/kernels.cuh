@@ -1,9 +1,22 @@
 /* The extern "C" kernels of a backend, gs_reduce_<dtype>_<op>_<out>, from kernel_list.h.
- * Included by backends/<name>/kernels.cu after it defines the type GS_POLICY. */
+ * Included by backends/<name>/kernels.cu after it defines the type GS_POLICY.
+ *
+ * A backend's kernels come in three families, each compiled to a fatbin of its own
+ * (backends/meson.build) and loaded as a module of its own (modules.c): gs_reduce's
+ * (GS_BUILD_REDUCE, loaded when the backend is opened), the segmented reduction's
+ * (GS_BUILD_SEGMENTED) and the exact sums' (GS_BUILD_EXACT), each loaded at its first
+ * call. Exactly one of the three is defined. */
 #pragma once
 
-#include "exact.cuh"
-#include "segmented.cuh"
+#if defined(GS_BUILD_REDUCE) + defined(GS_BUILD_SEGMENTED) + defined(GS_BUILD_EXACT) != 1
+#  error "define one of GS_BUILD_REDUCE, GS_BUILD_SEGMENTED, GS_BUILD_EXACT (backends/meson.build)"
+#endif
+#ifdef GS_BUILD_EXACT
+#  include "exact.cuh"
+#endif
+#ifdef GS_BUILD_SEGMENTED
+#  include "segmented.cuh"
+#endif
 
 #define GS_TYPE_i8 int8_t
 #define GS_TYPE_u8 uint8_t
@@ -67,7 +80,9 @@ template <typename Op> struct GsMinBlocks {
         gs::reduce_kernel<GS_POLICY, Op>(in, n, (typename Op::OutT *)out, workspace);                  \
     }
 
+#ifdef GS_BUILD_REDUCE
 GS_KERNELS(GS_DEFINE_KERNEL)
+#endif
 
 /* The segmented kernels' minimum of resident blocks: the policy's kSegMinBlocks, at most
  * what the multiprocessor holds. */
@@ -91,8 +106,11 @@ struct GsSegMinBlocks {
                                             workspace, chunk, nchunks);                                \
     }
 
+#ifdef GS_BUILD_SEGMENTED
 GS_SEG_KERNELS(GS_DEFINE_SEG_KERNEL)
+#endif
 
+#ifdef GS_BUILD_EXACT
 /* The exact sums' kernels: one per input type (kernel_list.h), out_dtype and mode (0: the
  * rounded sum, 1: the gs_exact_acc) as arguments. */
 template <typename T> struct GsExactMinBlocks {
@@ -108,3 +126,4 @@ template <typename T> struct GsExactMinBlocks {
     }
 
 GS_EXACT_KERNELS(GS_DEFINE_EXACT_KERNEL)
+#endif

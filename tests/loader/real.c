@@ -229,6 +229,52 @@ static int real_segmented(void)
     return 0;
 }
 
+/* The segmented and exact-sum kernels' modules are loaded at their family's first call, and
+ * each kernel is looked up at its own (backends/common/modules.h): a failure there is the
+ * call's status and message, nothing is launched, and the next call tries again. */
+static int real_lazy(void)
+{
+    app_init(1);
+    CUdeviceptr in = app_alloc(4096), offs = app_alloc(8 * 11), out = app_alloc(80);
+    live_counts with_buffers = live_now();
+    int loads = cuda_log_lines("cuModuleLoadData fatbin"), lookups = cuda_log_lines("cuModuleGetFunction gs_");
+    gs_context *ctx = real_context("cuda_sm20");
+    if (!ctx)
+        return 0;
+    CHECK_INT(cuda_log_lines("cuModuleLoadData fatbin") - loads, 1); /* gs_reduce's module alone */
+    CHECK_INT(cuda_log_lines("cuModuleGetFunction gs_") - lookups, 0);
+    CHECK_STATUS(reduce_f32(ctx, in, 100, out, NULL), GS_SUCCESS);
+    CHECK_STATUS(reduce_f32(ctx, in, 100, out, NULL), GS_SUCCESS);
+    CHECK_INT(cuda_log_lines("cuModuleGetFunction gs_reduce_f32_sum_f32") - lookups, 1); /* once */
+    int64_t *o = (int64_t *)(uintptr_t)offs;
+    for (int j = 0; j <= 10; j++)
+        o[j] = 100 * j;
+    const int launches = cuda_log_lines("cuLaunchKernel ");
+    setenv("FAKE_CUDA_FAIL", "cuModuleLoadData:2", 1); /* CUDA_ERROR_OUT_OF_MEMORY */
+    CHECK_STATUS(SEG(in, 1000, GS_FLOAT32, GS_OP_SUM, o, 10, out, 0), GS_ERROR_OUT_OF_MEMORY);
+    CHECK_HAS(gs_last_error_message(), "cuda_sm20 backend: loading its segmented kernels' fatbin");
+    CHECK_HAS(gs_last_error_message(), "CUDA_ERROR_OUT_OF_MEMORY");
+    CHECK_INT(app.live("stack"), 0);
+    unsetenv("FAKE_CUDA_FAIL");
+    CHECK_STATUS(SEG(in, 1000, GS_FLOAT32, GS_OP_SUM, o, 10, out, 0), GS_SUCCESS);
+    setenv("FAKE_CUDA_FAIL", "cuModuleGetFunction:500", 1); /* CUDA_ERROR_NOT_FOUND */
+    gs_reduce_options opt = {.struct_size = sizeof opt, .out_dtype = GS_OUT_DEFAULT, .flags = GS_REDUCE_EXACT};
+    CHECK_STATUS(gs_reduce_ex(ctx, (const void *)(uintptr_t)in, 100, GS_FLOAT32, GS_OP_SUM, (void *)(uintptr_t)out,
+                              NULL, &opt),
+                 GS_ERROR_CUDA);
+    CHECK_HAS(gs_last_error_message(), "setting up kernel gs_exact_f32");
+    CHECK_HAS(gs_last_error_message(), "CUDA_ERROR_NOT_FOUND");
+    unsetenv("FAKE_CUDA_FAIL");
+    CHECK_INT(cuda_log_lines("cuLaunchKernel ") - launches, 1); /* the segmented one alone */
+    CHECK_STATUS(gs_reduce_ex(ctx, (const void *)(uintptr_t)in, 100, GS_FLOAT32, GS_OP_SUM, (void *)(uintptr_t)out,
+                              NULL, &opt),
+                 GS_SUCCESS);
+    CHECK_INT(cuda_log_lines("cuModuleLoadData fatbin") - loads, 4); /* reduce, segmented twice, exact */
+    CHECK_STATUS(gs_context_destroy(ctx), GS_SUCCESS);
+    CHECK_RELEASED(with_buffers); /* all three modules unloaded */
+    return 0;
+}
+
 const test_case real_cases[] = {
     CASE_WITH("real-cc90", real_backend, GS_SUCCESS, "cuda_sm20", "FAKE_CUDA_CC=9.0", REAL_PATH),
     CASE_WITH("real-cc20", real_backend, GS_SUCCESS, "cuda_sm20", "FAKE_CUDA_CC=2.0", REAL_PATH),
@@ -237,5 +283,6 @@ const test_case real_cases[] = {
     CASE("real-no-binary", real_no_binary, "FAKE_CUDA_NO_BINARY=1", REAL_PATH),
     CASE("real-launch-error", real_launch_error, REAL_PATH),
     CASE("real-segmented", real_segmented, REAL_PATH),
+    CASE("real-lazy", real_lazy, REAL_PATH),
     END_OF_CASES,
 };

@@ -1,0 +1,120 @@
+/*
+ * A backend's kernel tables, its three embedded fatbins, and the loading of their modules
+ * and kernels at first use (modules.h says why and how it is thread-safe).
+ */
+#define _GNU_SOURCE
+#include "modules.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "cuda_status.h"
+#include "dtype.h"
+#include "grid_policy.h"
+
+/* The fatbins, embedded by embed_fatbin.py's assembly. */
+extern const unsigned char gs_fatbin_reduce[];
+extern const unsigned char gs_fatbin_segmented[];
+extern const unsigned char gs_fatbin_exact[];
+
+static const unsigned char *const fatbins[GS_FAM_COUNT] = {gs_fatbin_reduce, gs_fatbin_segmented, gs_fatbin_exact};
+static const char *const family_names[GS_FAM_COUNT] = {"gs_reduce", "segmented", "exact-sum"};
+
+const gs_backend_host *gs_host;
+
+#define GS_KERNEL_ENTRY(dt, op, o) {GS_DT_##dt, GS_OPV_##op, GS_DT_##o, "gs_reduce_" #dt "_" #op "_" #o},
+const kernel_entry gs_kernel_table_reduce[GS_NKERNELS] = {GS_KERNELS(GS_KERNEL_ENTRY)};
+#define GS_SEG_KERNEL_ENTRY(dt, op, o) {GS_DT_##dt, GS_OPV_##op, GS_DT_##o, "gs_segreduce_" #dt "_" #op "_" #o},
+const kernel_entry gs_kernel_table_segmented[GS_NSEG_KERNELS] = {GS_SEG_KERNELS(GS_SEG_KERNEL_ENTRY)};
+#define GS_EXACT_KERNEL_ENTRY(dt) {GS_DT_##dt, GS_OP_SUM, GS_DT_##dt, "gs_exact_" #dt},
+const kernel_entry gs_kernel_table_exact[GS_NEXACT_KERNELS] = {GS_EXACT_KERNELS(GS_EXACT_KERNEL_ENTRY)};
+
+double gs_now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+gs_status gs_cuda_fail(CUresult rc, const char *what)
+{
+    const char *name = "?";
+    gs_host->cuGetErrorName(rc, &name);
+    gs_host->set_error("%s backend: %s failed: %s", GS_BACKEND_NAME, what, name);
+    return gs_status_of_cuda(rc);
+}
+
+gs_status gs_module_load(gs_backend_instance *inst, gs_family family)
+{
+    if (inst->module[family])
+        return GS_SUCCESS;
+    const double t0 = gs_now_ms();
+    CUmodule m = NULL;
+    CUresult rc = gs_host->cuModuleLoadData(&m, fatbins[family]);
+    if (rc != CUDA_SUCCESS) {
+        char what[160];
+        snprintf(what, sizeof what, "loading its %s kernels' fatbin on compute capability %d.%d (cuModuleLoadData)",
+                 family_names[family], inst->dev.cc_major, inst->dev.cc_minor);
+        return gs_cuda_fail(rc, what);
+    }
+    inst->module[family] = m;
+    gs_host->log(GS_LOG_DEBUG, "%s backend: %s kernels' fatbin loaded in %.3f ms (cuModuleLoadData)",
+                 GS_BACKEND_NAME, family_names[family], gs_now_ms() - t0);
+    return GS_SUCCESS;
+}
+
+/* Looks kernel e up in m and fills s (not yet published). */
+static gs_status set_up(const gs_backend_instance *inst, gs_family family, CUmodule m, const kernel_entry *e,
+                        gs_kernel_slot *s)
+{
+    CUfunction f;
+    CUresult rc = gs_host->cuModuleGetFunction(&f, m, e->name);
+    int per_sm = 0;
+    if (rc == CUDA_SUCCESS)
+        rc = gs_host->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, GS_BACKEND_BLOCK, 0);
+    if (rc != CUDA_SUCCESS) {
+        char what[160];
+        snprintf(what, sizeof what, "setting up kernel %s (cuModuleGetFunction, occupancy)", e->name);
+        return gs_cuda_fail(rc, what);
+    }
+    if (per_sm < 1)
+        per_sm = 1;
+    const unsigned int sms = (unsigned int)inst->dev.multiprocessor_count;
+    s->fn = f;
+    if (family == GS_FAM_SEGMENTED) {
+        s->max_blocks = (unsigned int)per_sm * sms;
+        s->max_blocks_dram = s->max_blocks;
+    } else {
+        s->max_blocks = gs_grid_cap(sms, per_sm, GS_GRID_THREADS_PER_SM);
+        s->max_blocks_dram = gs_grid_cap(sms, per_sm, GS_GRID_THREADS_PER_SM_DRAM);
+    }
+    return GS_SUCCESS;
+}
+
+gs_status gs_kernel_slow(gs_backend_instance *inst, gs_family family, int k, const gs_kernel_slot **out)
+{
+    gs_kernel_slot *s = family == GS_FAM_REDUCE      ? &inst->reduce[k]
+                        : family == GS_FAM_SEGMENTED ? &inst->segmented[k]
+                                                     : &inst->exact[k];
+    const kernel_entry *e = family == GS_FAM_REDUCE      ? &gs_kernel_table_reduce[k]
+                            : family == GS_FAM_SEGMENTED ? &gs_kernel_table_segmented[k]
+                                                         : &gs_kernel_table_exact[k];
+    gs_status st = GS_SUCCESS;
+    pthread_mutex_lock(&inst->lock);
+    if (!atomic_load_explicit(&s->ready, memory_order_relaxed)) { /* another thread may have filled it */
+        const double t0 = gs_now_ms();
+        st = gs_module_load(inst, family);
+        if (st == GS_SUCCESS)
+            st = set_up(inst, family, inst->module[family], e, s);
+        if (st == GS_SUCCESS) {
+            atomic_store_explicit(&s->ready, 1, memory_order_release);
+            gs_host->log(GS_LOG_DEBUG, "%s backend: kernel %s set up at its first call in %.3f ms, up to %u blocks",
+                         GS_BACKEND_NAME, e->name, gs_now_ms() - t0, s->max_blocks);
+        }
+    }
+    pthread_mutex_unlock(&inst->lock);
+    if (st == GS_SUCCESS)
+        *out = s;
+    return st;
+}
