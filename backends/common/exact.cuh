@@ -4,9 +4,10 @@
  *
  * Per thread, every element goes into a short floating-point expansion a[0..K) with an
  * error-free addition (two_sum: a + x == s + e exactly, barring overflow, which the
- * element guard below rules out), level after level; what is left after the last level is
+ * element guard below rules out), level after level; what is left after the last level
+ * goes through the thread's two spill terms (ExactSpill) and what they cannot hold is
  * added to the block's long accumulator (flush). So at every moment
- *     sum of the thread's elements == sum of its expansions + what it flushed,
+ *     sum of the thread's elements == sum of its expansions and spill terms + what it flushed,
  * exactly (ExBLAS: Iakymchuk, Collange, Defour, Graillat). Before that, each vector is tried
  * with plain additions into a[0] (exact_try_plain), kept when all of them were exact: for
  * ordinary data that is all the loop does, with no memory traffic.
@@ -64,24 +65,29 @@ namespace gs {
  * 64 registers spilled 60 .. 128 bytes); and the guard on raw 32-bit words:
  * a word w trips it when ((w & kM) + kB) & kS is nonzero (exponent fields all ones, or at
  * or above the bound: adding kB carries into the field's sign position). kSign: the sign
- * bits of the elements in a word; kHiWords: only the odd words hold exponents (float64). */
+ * bits of the elements in a word; kHiWords: only the odd words hold exponents (float64);
+ * kSpill: residuals go through the spill terms (ExactSpill) before the long accumulator.
+ * Not for float64: its kernel then spilled 8 bytes of registers and ran 2 .. 4 % slower
+ * at 2^26 .. 2^28 on ordinary data, and float64's range (2,100 bits) outgrows three terms
+ * anyway. */
 template <typename T> struct ExactIn;
-#define GS_EXACT_IN(T, F_, K_, M, B, S, Sign, Hi)                                   \
+#define GS_EXACT_IN(T, F_, K_, M, B, S, Sign, Hi, Spill)                            \
     template <> struct ExactIn<T> {                                                \
         typedef F_ F;                                                              \
         static const int K = K_;                                                   \
+        static const bool kSpill = Spill;                                          \
         static const uint32_t kM = M, kB = B, kS = S, kSign = Sign;                \
         static const bool kHiWords = Hi;                                           \
         static const int kMinBlocks = 3;                                           \
     };
 /* float32 in float64: exact, and no sum can overflow */
-GS_EXACT_IN(float, double, GS_EXACT_F32_K, 0x7f800000u, 0x00800000u, 0x80000000u, 0x80000000u, false)
+GS_EXACT_IN(float, double, GS_EXACT_F32_K, 0x7f800000u, 0x00800000u, 0x80000000u, 0x80000000u, false, true)
 /* bound 2^960: biased exponent >= 0x7bf */
-GS_EXACT_IN(double, double, 2, 0x7ff00000u, 0x04100000u, 0x80000000u, 0x80000000u, true)
+GS_EXACT_IN(double, double, 2, 0x7ff00000u, 0x04100000u, 0x80000000u, 0x80000000u, true, false)
 /* |x| < 2^16: float never overflows */
-GS_EXACT_IN(__half, float, 2, 0x7c007c00u, 0x04000400u, 0x80008000u, 0x80008000u, false)
+GS_EXACT_IN(__half, float, 2, 0x7c007c00u, 0x04000400u, 0x80008000u, 0x80008000u, false, true)
 /* bound 2^96: biased exponent >= 0xdf */
-GS_EXACT_IN(__nv_bfloat16, float, 2, 0x7f807f80u, 0x10801080u, 0x80008000u, 0x80008000u, false)
+GS_EXACT_IN(__nv_bfloat16, float, 2, 0x7f807f80u, 0x10801080u, 0x80008000u, 0x80008000u, false, true)
 #undef GS_EXACT_IN
 
 template <typename T> __device__ __forceinline__ typename ExactIn<T>::F exact_widen(T x) { return widen(x); }
@@ -152,10 +158,36 @@ __device__ __forceinline__ bool exact_try_plain(F (&a)[K], const F (&x)[kPer])
     return exact;
 }
 
+/* A thread's two spill terms, in shared memory (exact_kernel's spill[2][kBlock]; s[0] and
+ * s[stride]): the residuals that a vector's expansion could not hold go through them, two
+ * more TwoSums, before the long accumulator. Data whose exponents spread wide leaves a
+ * residual on most elements; three terms in all hold a float32 sum over 2^-84 .. 2^60
+ * (a one-off simulation: no residual left in 2,650 elements), where the shared 64-bit
+ * atomics of a flush per element made such data 44 times slower than the default on an
+ * H100. They cost no registers in the main loop. */
+template <typename F> struct ExactSpill {
+    F *s;
+    int stride;
+};
+
+/* A residual y into the spill terms, what they cannot hold flushed. Not inlined, as
+ * exact_flush: inlined into every element's path, it pushed float64's kernel past its
+ * register bound (36 bytes of spills). */
+template <typename F> __device__ __noinline__ void exact_spill(ExactShared &acc, ExactSpill<F> sp, F y)
+{
+    F s0 = sp.s[0], s1 = sp.s[sp.stride];
+    two_sum(s0, y, s0, y);
+    two_sum(s1, y, s1, y);
+    sp.s[0] = s0;
+    sp.s[sp.stride] = s1;
+    if (y != F(0))
+        exact_flush(acc, (double)y);
+}
+
 /* A vector's elements into a, with one test of their residuals: a branch per element kept
  * the compiler from overlapping the elements' additions. */
-template <typename F, int K, int kPer>
-__device__ __forceinline__ void exact_add_vec(F (&a)[K], const F (&x)[kPer], ExactShared &acc)
+template <bool kSpill, typename F, int K, int kPer>
+__device__ __forceinline__ void exact_add_vec(F (&a)[K], const F (&x)[kPer], ExactShared &acc, ExactSpill<F> sp)
 {
     F r[kPer];
     bool any = false;
@@ -171,8 +203,12 @@ __device__ __forceinline__ void exact_add_vec(F (&a)[K], const F (&x)[kPer], Exa
     if (any) {
 #pragma unroll
         for (int j = 0; j < kPer; j++)
-            if (r[j] != F(0))
-                exact_flush(acc, (double)r[j]);
+            if (r[j] != F(0)) {
+                if (kSpill)
+                    exact_spill(acc, sp, r[j]);
+                else
+                    exact_flush(acc, (double)r[j]);
+            }
     }
 }
 
@@ -213,7 +249,7 @@ template <> __device__ __forceinline__ __nv_bfloat16 exact_elem<__nv_bfloat16>(c
 
 /* One 16-byte vector into expansion a, or, when the guard trips, element by element. */
 template <typename T, typename F, int K>
-__device__ __forceinline__ void exact_vec(const uint4 &raw, F (&a)[K], ExactShared &acc, uint32_t &sign_and,
+__device__ __forceinline__ void exact_vec(const uint4 &raw, F (&a)[K], ExactShared &acc, ExactSpill<F> sp, uint32_t &sign_and,
                                           bool &sign_clear)
 {
     typedef ExactIn<T> In;
@@ -243,7 +279,7 @@ __device__ __forceinline__ void exact_vec(const uint4 &raw, F (&a)[K], ExactShar
     for (int k = 0; k < kPer; k++)
         x[k] = (F)exact_widen<T>(v[k]);
     if (!exact_try_plain<F, K, kPer>(a, x))
-        exact_add_vec<F, K, kPer>(a, x, acc);
+        exact_add_vec<In::kSpill, F, K, kPer>(a, x, acc, sp);
 }
 
 template <typename Policy, typename T>
@@ -255,7 +291,11 @@ __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t 
     static_assert(Policy::kBlock >= GS_EXACT_LIMBS + 4, "a thread per limb and per count");
     __shared__ ExactShared acc;
     __shared__ F tree[K][Policy::kBlock];
+    __shared__ F spill[2][Policy::kBlock];
     const unsigned int t = threadIdx.x;
+    if (ExactIn<T>::kSpill)
+        spill[0][t] = spill[1][t] = F(0);
+    const ExactSpill<F> sp = {&spill[0][t], Policy::kBlock};
     for (unsigned int i = t; i < GS_EXACT_LIMBS; i += Policy::kBlock)
         acc.limb[i] = 0;
     if (t == 0) {
@@ -301,7 +341,7 @@ __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t 
                     ahead[u] = Policy::load16(vin + next + u * nt);
 #pragma unroll
             for (int u = 0; u < kU; u++)
-                exact_vec<T, F, K>(raw[u], a[u], acc, sign_and, sign_clear);
+                exact_vec<T, F, K>(raw[u], a[u], acc, sp, sign_and, sign_clear);
             i = next;
             if (!more)
                 break;
@@ -312,7 +352,7 @@ __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t 
     }
 #pragma unroll 1
     for (; i < nvec; i += nt)
-        exact_vec<T, F, K>(Policy::load16(vin + i), a[0], acc, sign_and, sign_clear);
+        exact_vec<T, F, K>(Policy::load16(vin + i), a[0], acc, sp, sign_and, sign_clear);
 #pragma unroll 1
     for (uint64_t r = tail_begin + gt; r < n; r += nt)
         exact_slow<T>(in[r], acc, sign_clear);
@@ -320,8 +360,15 @@ __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t 
     if (sign_clear)
         acc.sign_clear = 1; /* the same value from any thread: no atomic needed */
 
-    /* The thread's expansions into a[0], then the block's in a tree through shared memory;
-     * every merge exact, its residuals flushed. */
+    /* The thread's spill terms into the long accumulator (zero for ordinary data); its
+     * expansions into a[0], then the block's in a tree through shared memory; every merge
+     * exact, its residuals flushed. */
+    if (ExactIn<T>::kSpill) {
+        if (spill[0][t] != F(0))
+            exact_flush(acc, (double)spill[0][t]);
+        if (spill[1][t] != F(0))
+            exact_flush(acc, (double)spill[1][t]);
+    }
 #pragma unroll
     for (int u = 1; u < kU; u++)
 #pragma unroll
