@@ -157,18 +157,39 @@ static uint64_t be_workspace_size(const gs_backend_instance *inst)
     return GS_WORKSPACE_BYTES;
 }
 
+/* Kernel k of family, set up at its first call (modules.c); k < 0: no kernel does op over
+ * dtype into out, GS_ERROR_UNSUPPORTED. */
+static gs_status kernel_for(gs_backend_instance *inst, gs_family family, int k, gs_op op, gs_dtype dtype,
+                            gs_dtype out, const gs_kernel_slot **s)
+{
+    static const char *const kinds[GS_FAM_COUNT] = {"", "segmented ", "exact "};
+    if (k < 0) {
+        gs_host->set_error("%s backend: no %skernel for %s over %s into %s", GS_BACKEND_NAME, kinds[family],
+                           gs_op_name(op), gs_dtype_name(dtype), gs_dtype_name(out));
+        return GS_ERROR_UNSUPPORTED;
+    }
+    return gs_kernel(inst, family, k, s);
+}
+
+/* One launch of kernel `name` (s) on grid blocks of GS_BACKEND_BLOCK threads. */
+static gs_status launch(const gs_kernel_slot *s, const char *name, unsigned int grid, CUstream stream, void **params)
+{
+    CUresult rc = gs_host->cuLaunchKernel(s->fn, grid, 1, 1, GS_BACKEND_BLOCK, 1, 1, 0, stream, params, NULL);
+    if (rc != CUDA_SUCCESS) {
+        char what[160];
+        snprintf(what, sizeof what, "cuLaunchKernel(%s, %u blocks)", name, grid);
+        return gs_cuda_fail(rc, what);
+    }
+    return GS_SUCCESS;
+}
+
 /* An exact sum (exact.cuh): gs_reduce's grid, but at least n / GS_EXACT_BLOCK_ELEMENTS
  * blocks (the kernel's limb bound), or what GRIDSYNC_TEST_EXACT_GRID forces (no less). */
 static gs_status exact_reduce(gs_backend_instance *inst, const gs_backend_reduce_args *a)
 {
     const int k = a->op == GS_OP_SUM ? find_exact(a->dtype, a->out_dtype) : -1;
-    if (k < 0) {
-        gs_host->set_error("%s backend: no exact kernel for %s over %s into %s", GS_BACKEND_NAME, gs_op_name(a->op),
-                        gs_dtype_name(a->dtype), gs_dtype_name(a->out_dtype));
-        return GS_ERROR_UNSUPPORTED;
-    }
     const gs_kernel_slot *s;
-    gs_status st = gs_kernel(inst, GS_FAM_EXACT, k, &s);
+    gs_status st = kernel_for(inst, GS_FAM_EXACT, k, a->op, a->dtype, a->out_dtype, &s);
     if (st != GS_SUCCESS)
         return st;
     const uint64_t least = (a->n + GS_EXACT_BLOCK_ELEMENTS - 1) / GS_EXACT_BLOCK_ELEMENTS;
@@ -182,14 +203,7 @@ static gs_status exact_reduce(gs_backend_instance *inst, const gs_backend_reduce
     int out_dtype = (int)a->out_dtype;
     unsigned int mode = a->flags == GS_BACKEND_REDUCE_EXACT_ACCUMULATOR;
     void *params[] = {&in, &n, &out, &ws, &out_dtype, &mode};
-    CUresult rc = gs_host->cuLaunchKernel(s->fn, (unsigned int)grid, 1, 1, GS_BACKEND_BLOCK, 1, 1, 0,
-                                       a->stream, params, NULL);
-    if (rc != CUDA_SUCCESS) {
-        char what[128];
-        snprintf(what, sizeof what, "cuLaunchKernel(%s, %u blocks)", gs_kernel_table_exact[k].name, (unsigned int)grid);
-        return gs_cuda_fail(rc, what);
-    }
-    return GS_SUCCESS;
+    return launch(s, gs_kernel_table_exact[k].name, (unsigned int)grid, a->stream, params);
 }
 
 static gs_status be_reduce(gs_backend_instance *inst, const gs_backend_reduce_args *a)
@@ -202,27 +216,16 @@ static gs_status be_reduce(gs_backend_instance *inst, const gs_backend_reduce_ar
     /* flags: ABI 1.2 args only (an older core's struct ends before them) */
     if (a->struct_size >= offsetof(gs_backend_reduce_args, flags) + sizeof a->flags && a->flags)
         return exact_reduce(inst, a);
-    int k = find_kernel(a->dtype, a->op, a->out_dtype);
-    if (k < 0) {
-        gs_host->set_error("%s backend: no kernel for %s over %s into %s", GS_BACKEND_NAME, gs_op_name(a->op),
-                        gs_dtype_name(a->dtype), gs_dtype_name(a->out_dtype));
-        return GS_ERROR_UNSUPPORTED;
-    }
+    const int k = find_kernel(a->dtype, a->op, a->out_dtype);
     const gs_kernel_slot *s;
-    gs_status st = gs_kernel(inst, GS_FAM_REDUCE, k, &s);
+    gs_status st = kernel_for(inst, GS_FAM_REDUCE, k, a->op, a->dtype, a->out_dtype, &s);
     if (st != GS_SUCCESS)
         return st;
     unsigned int grid = gs_grid_for(a->n, gs_dtype_size(a->dtype), inst->l2_bytes, s->max_blocks, s->max_blocks_dram);
     CUdeviceptr in = a->in, out = a->out, ws = a->workspace;
     uint64_t n = a->n;
     void *params[] = {&in, &n, &out, &ws};
-    CUresult rc = gs_host->cuLaunchKernel(s->fn, grid, 1, 1, GS_BACKEND_BLOCK, 1, 1, 0, a->stream, params, NULL);
-    if (rc != CUDA_SUCCESS) {
-        char what[128];
-        snprintf(what, sizeof what, "cuLaunchKernel(%s, %u blocks)", gs_kernel_table_reduce[k].name, grid);
-        return gs_cuda_fail(rc, what);
-    }
-    return GS_SUCCESS;
+    return launch(s, gs_kernel_table_reduce[k].name, grid, a->stream, params);
 }
 
 /* The segmented reduction's split (backends/common/segmented.cuh): chunks of the n + S
@@ -258,19 +261,16 @@ static void seg_plan(unsigned int max_blocks, gs_dtype dtype, gs_op op, uint64_t
 
 static gs_status be_segmented_reduce(gs_backend_instance *inst, const gs_backend_segmented_args *a)
 {
-    int k = lookup(seg_kernel_index, a->dtype, a->op, a->out_dtype);
-    if (k < 0) {
-        gs_host->set_error("%s backend: no segmented kernel for %s over %s into %s", GS_BACKEND_NAME,
-                        gs_op_name(a->op), gs_dtype_name(a->dtype), gs_dtype_name(a->out_dtype));
-        return GS_ERROR_UNSUPPORTED;
-    }
+    const int k = lookup(seg_kernel_index, a->dtype, a->op, a->out_dtype);
+    if (k < 0)
+        return kernel_for(inst, GS_FAM_SEGMENTED, k, a->op, a->dtype, a->out_dtype, NULL);
     if (a->workspace_bytes < GS_WORKSPACE_BYTES) {
         gs_host->set_error("%s backend: workspace of %llu bytes, %u needed", GS_BACKEND_NAME,
                         (unsigned long long)a->workspace_bytes, (unsigned)GS_WORKSPACE_BYTES);
         return GS_ERROR_INTERNAL;
     }
     const gs_kernel_slot *s;
-    gs_status st = gs_kernel(inst, GS_FAM_SEGMENTED, k, &s);
+    gs_status st = kernel_for(inst, GS_FAM_SEGMENTED, k, a->op, a->dtype, a->out_dtype, &s);
     if (st != GS_SUCCESS)
         return st;
     uint64_t chunk;
@@ -280,14 +280,7 @@ static gs_status be_segmented_reduce(gs_backend_instance *inst, const gs_backend
     CUdeviceptr in = a->in, offsets = a->offsets, out = a->out, ws = a->workspace;
     uint64_t n = a->n, nseg = a->num_segments;
     void *params[] = {&in, &n, &offsets, &nseg, &out, &ws, &chunk, &nchunks};
-    CUresult rc =
-        gs_host->cuLaunchKernel(s->fn, grid, 1, 1, GS_BACKEND_BLOCK, 1, 1, 0, a->stream, params, NULL);
-    if (rc != CUDA_SUCCESS) {
-        char what[160];
-        snprintf(what, sizeof what, "cuLaunchKernel(%s, %u blocks)", gs_kernel_table_segmented[k].name, grid);
-        return gs_cuda_fail(rc, what);
-    }
-    return GS_SUCCESS;
+    return launch(s, gs_kernel_table_segmented[k].name, grid, a->stream, params);
 }
 
 static const gs_backend_ops ops = {
