@@ -40,6 +40,7 @@
 #define GS_CHECK_LOCK() pthread_mutex_lock(&g_lock)
 #define GS_CHECK_UNLOCK() pthread_mutex_unlock(&g_lock)
 #include "gpu_check.h"
+#include "graph_api.h"
 
 static int g_failures, g_checks;
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -53,15 +54,6 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
         }                                                                                                  \
     } while (0)
 
-/* splitmix64, one state per thread */
-static uint64_t rnd(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 static double now_s(void)
 {
     struct timespec ts;
@@ -71,12 +63,7 @@ static double now_s(void)
 
 /* Driver entry points beyond the shim's, by their exported (versioned) names. */
 static struct {
-    CUresult (*StreamBeginCapture)(CUstream, CUstreamCaptureMode);
-    CUresult (*StreamEndCapture)(CUstream, CUgraph *);
-    CUresult (*GraphInstantiateWithFlags)(CUgraphExec *, CUgraph, unsigned long long);
-    CUresult (*GraphLaunch)(CUgraphExec, CUstream);
-    CUresult (*GraphExecDestroy)(CUgraphExec);
-    CUresult (*GraphDestroy)(CUgraph);
+    gpu_graph_api graph; /* graph_api.h */
     CUresult (*GraphGetNodes)(CUgraph, CUgraphNode *, size_t *);
     CUresult (*GraphNodeGetType)(CUgraphNode, CUgraphNodeType *);
     CUresult (*StreamWaitEvent)(CUstream, CUevent, unsigned int);
@@ -94,21 +81,14 @@ static void load_driver_extras(void)
         void **slot;
         const char *name;
     } syms[] = {
-        DRV_SYM(StreamBeginCapture, "_v2"), DRV_SYM(StreamEndCapture, ""),
-        DRV_SYM(GraphInstantiateWithFlags, ""), DRV_SYM(GraphLaunch, ""), DRV_SYM(GraphExecDestroy, ""),
-        DRV_SYM(GraphDestroy, ""), DRV_SYM(GraphGetNodes, ""), DRV_SYM(GraphNodeGetType, ""),
+        DRV_SYM(GraphGetNodes, ""), DRV_SYM(GraphNodeGetType, ""),
         DRV_SYM(StreamWaitEvent, ""), DRV_SYM(ModuleLoadData, ""), DRV_SYM(ModuleGetFunction, ""),
         DRV_SYM(LaunchKernel, ""),
     };
 #undef DRV_SYM
-    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
-        void *p = cushim_driver_symbol(syms[i].name);
-        if (!p) {
-            fprintf(stderr, "FATAL: the CUDA driver lacks %s\n", syms[i].name);
-            exit(1);
-        }
-        memcpy(syms[i].slot, &p, sizeof p);
-    }
+    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++)
+        gpu_driver_symbol(syms[i].slot, syms[i].name);
+    gpu_graph_api_load(&drv.graph);
 }
 
 /* ---- the shared input: int32 data with prefix sums and prefix XORs --------------------- */
@@ -129,7 +109,7 @@ static void make_input(uint64_t *seed)
     }
     g_psum[0] = g_pxor[0] = 0;
     for (size_t i = 0; i < N_IN; i++) {
-        g_in[i] = (int32_t)rnd(seed); /* the whole range: sums wrap */
+        g_in[i] = (int32_t)gpu_test_rnd(seed); /* the whole range: sums wrap */
         g_psum[i + 1] = g_psum[i] + (uint32_t)g_in[i];
         g_pxor[i + 1] = g_pxor[i] ^ (uint32_t)g_in[i];
     }
@@ -180,9 +160,9 @@ static void *thread_main(void *p)
             CHECK_CU(cushim_stream_destroy(s[1]));
             CHECK_CU(cushim_stream_create(&s[1]));
         }
-        n[k] = 1 + rnd(&a->seed) % ((size_t)1 << (rnd(&a->seed) % 21));
-        off[k] = rnd(&a->seed) % (N_IN - n[k]);
-        which[k] = (int)(rnd(&a->seed) % STREAMS);
+        n[k] = 1 + gpu_test_rnd(&a->seed) % ((size_t)1 << (gpu_test_rnd(&a->seed) % 21));
+        off[k] = gpu_test_rnd(&a->seed) % (N_IN - n[k]);
+        which[k] = (int)(gpu_test_rnd(&a->seed) % STREAMS);
         gs_op op = k % 2 ? GS_OP_BIT_XOR : GS_OP_SUM;
         gs_status st = gs_reduce(a->ctx, (const void *)(uintptr_t)(g_din + 4 * off[k]), n[k], GS_INT32, op,
                                  (void *)(uintptr_t)(outs + 8 * (size_t)k), s[which[k]]);
@@ -222,7 +202,7 @@ static void test_threads(gs_context *ctx, uint64_t *seed)
     pthread_t t[THREADS];
     thread_arg args[THREADS];
     for (int i = 0; i < THREADS; i++) {
-        args[i] = (thread_arg){.id = i, .ctx = i < THREADS / 2 ? ctx : NULL, .seed = rnd(seed)};
+        args[i] = (thread_arg){.id = i, .ctx = i < THREADS / 2 ? ctx : NULL, .seed = gpu_test_rnd(seed)};
         if (pthread_create(&t[i], NULL, thread_main, &args[i]) != 0) {
             fprintf(stderr, "FATAL: pthread_create\n");
             exit(1);
@@ -258,8 +238,8 @@ static size_t kernel_nodes(CUgraph g, const char *what)
 static void perturb(uint64_t *seed, size_t off, size_t n, uint32_t *sum)
 {
     for (int j = 0; j < 3; j++) {
-        size_t i = off + rnd(seed) % n;
-        int32_t v = (int32_t)rnd(seed);
+        size_t i = off + gpu_test_rnd(seed) % n;
+        int32_t v = (int32_t)gpu_test_rnd(seed);
         *sum += (uint32_t)v - (uint32_t)g_in[i];
         g_in[i] = v;
         CHECK_CU(cushim_h2d(g_din + 4 * i, &v, 4));
@@ -290,10 +270,10 @@ static void test_graph_single(gs_context *ctx, uint64_t *seed, CUstreamCaptureMo
     }
     CUgraph g;
     CUgraphExec ge;
-    CHECK_DRV(drv.StreamBeginCapture((CUstream)s, mode));
+    CHECK_DRV(drv.graph.StreamBeginCapture((CUstream)s, mode));
     gs_status st = gs_reduce(ctx, (const void *)(uintptr_t)(g_din + 4 * off), n, GS_INT32, GS_OP_SUM,
                              (void *)(uintptr_t)out, s);
-    CUresult end = drv.StreamEndCapture((CUstream)s, &g);
+    CUresult end = drv.graph.StreamEndCapture((CUstream)s, &g);
     if (st != GS_SUCCESS || end != CUDA_SUCCESS) {
         FAIL("%s: capture: gs_reduce %s (%s), cuStreamEndCapture %d", label, gs_status_string(st),
              gs_last_error_message(), (int)end);
@@ -302,14 +282,14 @@ static void test_graph_single(gs_context *ctx, uint64_t *seed, CUstreamCaptureMo
     size_t nodes = kernel_nodes(g, label);
     if (nodes != 1)
         FAIL("%s: %zu nodes, want 1 kernel node", label, nodes);
-    CHECK_DRV(drv.GraphInstantiateWithFlags(&ge, g, 0));
+    CHECK_DRV(drv.graph.GraphInstantiateWithFlags(&ge, g, 0));
     uint32_t want = sum_of(off, n);
     int bad = 0;
     for (int r = 0; r < replays; r++) {
         perturb(seed, off, n, &want);
         CHECK_CU(cushim_memset8(out, 0xA5, 8));
         CHECK_CU(cushim_ctx_sync());
-        CHECK_DRV(drv.GraphLaunch(ge, (CUstream)s));
+        CHECK_DRV(drv.graph.GraphLaunch(ge, (CUstream)s));
         CHECK_CU(cushim_stream_sync(s));
         uint32_t got;
         CHECK_CU(cushim_d2h(&got, out, 4));
@@ -318,8 +298,8 @@ static void test_graph_single(gs_context *ctx, uint64_t *seed, CUstreamCaptureMo
             FAIL("%s: replay %d: got 0x%08x, want 0x%08x", label, r, got, want);
     }
     printf("graph %-34s %d replays, %d wrong\n", label, replays, bad);
-    CHECK_DRV(drv.GraphExecDestroy(ge));
-    CHECK_DRV(drv.GraphDestroy(g));
+    CHECK_DRV(drv.graph.GraphExecDestroy(ge));
+    CHECK_DRV(drv.graph.GraphDestroy(g));
     CHECK_CU(cushim_free(out));
     CHECK_CU(cushim_stream_destroy(s));
 }
@@ -339,7 +319,7 @@ static void test_graph_branches(gs_context *ctx, uint64_t *seed)
     CHECK_CU(cushim_alloc(&out, 16));
     CUgraph g;
     CUgraphExec ge;
-    CHECK_DRV(drv.StreamBeginCapture((CUstream)s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CHECK_DRV(drv.graph.StreamBeginCapture((CUstream)s, CU_STREAM_CAPTURE_MODE_GLOBAL));
     CHECK_CU(cushim_event_record(fork, s));
     CHECK_DRV(drv.StreamWaitEvent((CUstream)s2, (CUevent)fork, 0));
     gs_status st0 = gs_reduce(ctx, (const void *)(uintptr_t)(g_din + 4 * off[0]), n[0], GS_INT32, GS_OP_SUM,
@@ -348,7 +328,7 @@ static void test_graph_branches(gs_context *ctx, uint64_t *seed)
                               (void *)(uintptr_t)(out + 8), s2);
     CHECK_CU(cushim_event_record(join, s2));
     CHECK_DRV(drv.StreamWaitEvent((CUstream)s, (CUevent)join, 0));
-    CUresult end = drv.StreamEndCapture((CUstream)s, &g);
+    CUresult end = drv.graph.StreamEndCapture((CUstream)s, &g);
     if (st0 != GS_SUCCESS || st1 != GS_SUCCESS || end != CUDA_SUCCESS) {
         FAIL("branches: capture: %s, %s (%s), cuStreamEndCapture %d", gs_status_string(st0), gs_status_string(st1),
              gs_last_error_message(), (int)end);
@@ -357,7 +337,7 @@ static void test_graph_branches(gs_context *ctx, uint64_t *seed)
     size_t nodes = kernel_nodes(g, "branches");
     if (nodes != 2)
         FAIL("branches: %zu nodes, want 2 kernel nodes", nodes);
-    CHECK_DRV(drv.GraphInstantiateWithFlags(&ge, g, 0));
+    CHECK_DRV(drv.graph.GraphInstantiateWithFlags(&ge, g, 0));
     uint32_t want[2] = {sum_of(off[0], n[0]), sum_of(off[1], n[1])};
     int bad = 0;
     for (int r = 0; r < replays; r++) {
@@ -365,7 +345,7 @@ static void test_graph_branches(gs_context *ctx, uint64_t *seed)
         perturb(seed, off[1], n[1], &want[1]);
         CHECK_CU(cushim_memset8(out, 0xA5, 16));
         CHECK_CU(cushim_ctx_sync());
-        CHECK_DRV(drv.GraphLaunch(ge, (CUstream)s));
+        CHECK_DRV(drv.graph.GraphLaunch(ge, (CUstream)s));
         CHECK_CU(cushim_stream_sync(s));
         uint32_t got[4];
         CHECK_CU(cushim_d2h(got, out, 16));
@@ -376,8 +356,8 @@ static void test_graph_branches(gs_context *ctx, uint64_t *seed)
         }
     }
     printf("graph %-34s %d replays, %d wrong\n", "two parallel branches", replays, bad);
-    CHECK_DRV(drv.GraphExecDestroy(ge));
-    CHECK_DRV(drv.GraphDestroy(g));
+    CHECK_DRV(drv.graph.GraphExecDestroy(ge));
+    CHECK_DRV(drv.graph.GraphDestroy(g));
     CHECK_CU(cushim_free(out));
     CHECK_CU(cushim_event_destroy(fork));
     CHECK_CU(cushim_event_destroy(join));

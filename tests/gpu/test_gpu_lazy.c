@@ -25,6 +25,7 @@
 #define GS_CHECK_LOCK() pthread_mutex_lock(&g_lock)
 #define GS_CHECK_UNLOCK() pthread_mutex_unlock(&g_lock)
 #include "gpu_check.h"
+#include "graph_api.h"
 
 static int g_failures, g_checks;
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -38,32 +39,7 @@ static int32_t g_seg_want[NSEG];
 static float g_exact_want;
 static cushim_ptr g_dints, g_dfloats, g_doffsets;
 
-static struct {
-    CUresult (*StreamBeginCapture)(CUstream, CUstreamCaptureMode);
-    CUresult (*StreamEndCapture)(CUstream, CUgraph *);
-    CUresult (*GraphInstantiateWithFlags)(CUgraphExec *, CUgraph, unsigned long long);
-    CUresult (*GraphLaunch)(CUgraphExec, CUstream);
-    CUresult (*GraphExecDestroy)(CUgraphExec);
-    CUresult (*GraphDestroy)(CUgraph);
-} drv;
-
-static void *driver_symbol(const char *name)
-{
-    void *p = cushim_driver_symbol(name);
-    if (!p) {
-        fprintf(stderr, "FATAL: the CUDA driver lacks %s\n", name);
-        exit(1);
-    }
-    return p;
-}
-
-static uint64_t rnd(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+static gpu_graph_api drv;
 
 static double now_ms(void)
 {
@@ -78,15 +54,15 @@ static void make_input(uint64_t *seed)
 {
     int64_t total = 0;
     for (size_t i = 0; i < N; i++) {
-        g_ints[i] = (int32_t)rnd(seed);
-        const int64_t v = (int64_t)(rnd(seed) % 2000001) - 1000000;
+        g_ints[i] = (int32_t)gpu_test_rnd(seed);
+        const int64_t v = (int64_t)(gpu_test_rnd(seed) % 2000001) - 1000000;
         g_floats[i] = (float)v;
         total += v;
     }
     g_exact_want = (float)total;
     g_offsets[0] = 0;
     for (int j = 1; j < NSEG; j++)
-        g_offsets[j] = (int64_t)(rnd(seed) % (N + 1));
+        g_offsets[j] = (int64_t)(gpu_test_rnd(seed) % (N + 1));
     g_offsets[NSEG] = N;
     for (int j = 1; j < NSEG; j++) /* insertion sort of 1000 */
         for (int k = j; k > 1 && g_offsets[k] < g_offsets[k - 1]; k--) {
@@ -289,15 +265,7 @@ int main(void)
     setvbuf(stdout, NULL, _IOLBF, 0);
     gpu_test_init();
     alarm(300);
-    void *p;
-#define LOAD(field, name) (p = driver_symbol(name), memcpy(&drv.field, &p, sizeof p))
-    LOAD(StreamBeginCapture, "cuStreamBeginCapture_v2");
-    LOAD(StreamEndCapture, "cuStreamEndCapture");
-    LOAD(GraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
-    LOAD(GraphLaunch, "cuGraphLaunch");
-    LOAD(GraphExecDestroy, "cuGraphExecDestroy");
-    LOAD(GraphDestroy, "cuGraphDestroy");
-#undef LOAD
+    gpu_graph_api_load(&drv);
     const char *seed_env = getenv("GS_TEST_SEED");
     uint64_t seed = seed_env ? strtoull(seed_env, NULL, 0) : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
     printf("seed %" PRIu64 " (GS_TEST_SEED=%" PRIu64 " replays it)\n", seed, seed);
