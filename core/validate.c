@@ -166,23 +166,20 @@ gs_status gs_check_pointer(const gs_driver *drv, const char *fn, const char *nam
 {
     gs_pointer_info info;
     CUresult rc = gs_query_pointer(drv->cuPointerGetAttributes, (CUdeviceptr)(uintptr_t)p, &info);
-    const unsigned int memtype = info.memtype;
-    const CUdeviceptr start = info.start;
-    const size_t size = info.size;
-    if (rc != CUDA_SUCCESS || memtype == 0)
+    if (rc != CUDA_SUCCESS || info.memtype == 0)
         return gs_fail(GS_ERROR_INVALID_POINTER,
                        "%s: %s = %p is not memory the device can access (not from cudaMalloc, "
                        "cudaMallocManaged or cudaHostAlloc, or already freed)",
                        fn, name, p);
     /* Some kinds of memory report no range; then there is nothing more to check. */
-    if (size && (uint64_t)(uintptr_t)p - start + bytes > size)
+    if (info.size && (uint64_t)(uintptr_t)p - info.start + bytes > info.size)
         return gs_fail(GS_ERROR_INVALID_ARGUMENT,
                        "%s: %s = %p + %llu bytes runs past the end of its allocation (%zu bytes at 0x%llx)", fn,
-                       name, p, (unsigned long long)bytes, size, (unsigned long long)start);
+                       name, p, (unsigned long long)bytes, info.size, (unsigned long long)info.start);
     if (start_out)
-        *start_out = size ? start : 0;
+        *start_out = info.size ? info.start : 0;
     if (memtype_out)
-        *memtype_out = memtype;
+        *memtype_out = info.memtype;
     return GS_SUCCESS;
 }
 

@@ -29,6 +29,8 @@ const kernel_entry gs_kernel_table_reduce[GS_NKERNELS] = {GS_KERNELS(GS_KERNEL_E
 const kernel_entry gs_kernel_table_segmented[GS_NSEG_KERNELS] = {GS_SEG_KERNELS(GS_SEG_KERNEL_ENTRY)};
 #define GS_EXACT_KERNEL_ENTRY(dt) {GS_DT_##dt, GS_OP_SUM, GS_DT_##dt, "gs_exact_" #dt},
 const kernel_entry gs_kernel_table_exact[GS_NEXACT_KERNELS] = {GS_EXACT_KERNELS(GS_EXACT_KERNEL_ENTRY)};
+static const kernel_entry *const tables[GS_FAM_COUNT] = {gs_kernel_table_reduce, gs_kernel_table_segmented,
+                                                         gs_kernel_table_exact};
 
 double gs_now_ms(void)
 {
@@ -94,12 +96,8 @@ static gs_status set_up(const gs_backend_instance *inst, gs_family family, CUmod
 
 gs_status gs_kernel_slow(gs_backend_instance *inst, gs_family family, int k, const gs_kernel_slot **out)
 {
-    gs_kernel_slot *s = family == GS_FAM_REDUCE      ? &inst->reduce[k]
-                        : family == GS_FAM_SEGMENTED ? &inst->segmented[k]
-                                                     : &inst->exact[k];
-    const kernel_entry *e = family == GS_FAM_REDUCE      ? &gs_kernel_table_reduce[k]
-                            : family == GS_FAM_SEGMENTED ? &gs_kernel_table_segmented[k]
-                                                         : &gs_kernel_table_exact[k];
+    gs_kernel_slot *s = gs_kernel_slot_of(inst, family, k);
+    const kernel_entry *e = &tables[family][k];
     gs_status st = GS_SUCCESS;
     pthread_mutex_lock(&inst->lock);
     if (!atomic_load_explicit(&s->ready, memory_order_relaxed)) { /* another thread may have filled it */

@@ -112,11 +112,15 @@ gs_status gs_module_load(gs_backend_instance *inst, gs_family family);
  * on failure the status, with the thread's message saying what failed. */
 gs_status gs_kernel_slow(gs_backend_instance *inst, gs_family family, int k, const gs_kernel_slot **out);
 
+/* Kernel k's slot in family's table of inst. */
+static inline gs_kernel_slot *gs_kernel_slot_of(gs_backend_instance *inst, gs_family family, int k)
+{
+    return family == GS_FAM_REDUCE ? &inst->reduce[k] : family == GS_FAM_SEGMENTED ? &inst->segmented[k] : &inst->exact[k];
+}
+
 static inline gs_status gs_kernel(gs_backend_instance *inst, gs_family family, int k, const gs_kernel_slot **out)
 {
-    const gs_kernel_slot *s = family == GS_FAM_REDUCE      ? &inst->reduce[k]
-                              : family == GS_FAM_SEGMENTED ? &inst->segmented[k]
-                                                           : &inst->exact[k];
+    const gs_kernel_slot *s = gs_kernel_slot_of(inst, family, k);
     if (atomic_load_explicit(&s->ready, memory_order_acquire)) {
         *out = s;
         return GS_SUCCESS;
