@@ -205,6 +205,8 @@ GS_API gs_status gs_reduce_ex(gs_context *ctx, const void *in, uint64_t n, gs_dt
 
 /* gs_segmented_reduce flags. */
 #define GS_SEGMENTED_CHECK_OFFSETS 1u /* validate the offsets first: a host synchronisation */
+/* each segment's float SUM correctly rounded (docs/semantics.md §12; since gridsync 0.3) */
+#define GS_SEGMENTED_EXACT 2u
 
 /*
  * Reduces each of num_segments segments of the n elements at `in` with `op`, in ONE kernel
@@ -233,6 +235,12 @@ GS_API gs_status gs_reduce_ex(gs_context *ctx, const void *in, uint64_t n, gs_dt
  * GS_ERROR_INVALID_ARGUMENT naming the first bad one; that costs a synchronisation of
  * `stream`, a copy of the offsets to the host and a scan of them, and is refused
  * (GS_ERROR_INVALID_ARGUMENT) while the stream is being captured into a graph.
+ *
+ * flags GS_SEGMENTED_EXACT (gridsync 0.3; flags may combine): each segment's SUM of
+ * float16, bfloat16, float32 or float64 is its exact sum rounded once to dtype, as
+ * gs_reduce_ex's GS_REDUCE_EXACT rounds one (docs/semantics.md §12): the same bits on any
+ * GPU, backend and alignment; an empty segment gives +0.0. Any other op or dtype:
+ * GS_ERROR_UNSUPPORTED, as from a backend older than 0.3.
  */
 GS_API gs_status gs_segmented_reduce(gs_context *ctx, const void *in, uint64_t n, gs_dtype dtype, gs_op op,
                                      const int64_t *offsets, uint64_t num_segments, void *out,

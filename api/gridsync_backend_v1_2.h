@@ -1,12 +1,13 @@
 /*
  * gridsync backend plugin ABI 1.2: 1.1 (gridsync_backend_v1_1.h) with exact sums
- * (GS_REDUCE_EXACT, docs/semantics.md §12): a `flags` member appended to the reduce args
- * and an optional query_reduce_flags appended to the ops. Only what 1.2 adds is written
- * here; the rest is 1.1's member lists. Frozen once released, as the older ones are
+ * (GS_REDUCE_EXACT, GS_SEGMENTED_EXACT, docs/semantics.md §12): a `flags` member appended
+ * to the reduce args and to the segmented args, and an optional query_reduce_flags
+ * appended to the ops. Only what 1.2 adds is written here; the rest is 1.1's member
+ * lists. Frozen once released, as the older ones are
  * (docs/ABI-policy.md).
  *
- * A core reads flags' support from query_reduce_flags only: a 1.1 backend (whose reduce
- * args end before `flags`) never sees an exact request, it gets GS_ERROR_UNSUPPORTED from
+ * A core reads flags' support from query_reduce_flags only: a 1.1 backend (whose args
+ * end before `flags`) never sees an exact request, it gets GS_ERROR_UNSUPPORTED from
  * the core. Like the others, this header needs cuda.h (CUDA 12.0 or newer).
  */
 #ifndef GRIDSYNC_BACKEND_V1_2_H
@@ -25,7 +26,7 @@ extern "C" {
 #define GS_BACKEND_DEVICE_V1_2_SIZE GS_BACKEND_DEVICE_V1_1_SIZE
 #define GS_BACKEND_REDUCE_ARGS_V1_2_SIZE 72
 #define GS_BACKEND_OPS_V1_2_SIZE 72
-#define GS_BACKEND_SEGMENTED_ARGS_V1_2_SIZE GS_BACKEND_SEGMENTED_ARGS_V1_1_SIZE
+#define GS_BACKEND_SEGMENTED_ARGS_V1_2_SIZE 88
 
 #define GS_LOG_DEBUG_V1_2 GS_LOG_DEBUG_V1_1
 #define GS_LOG_ERROR_V1_2 GS_LOG_ERROR_V1_1
@@ -33,17 +34,26 @@ extern "C" {
 /* The reduce args' flags: the public GS_REDUCE_EXACT* values (gridsync.h). */
 #define GS_BACKEND_REDUCE_EXACT 1u             /* out: the correctly rounded sum */
 #define GS_BACKEND_REDUCE_EXACT_ACCUMULATOR 2u /* out: a gs_exact_acc */
+/* The segmented args' flags (GS_SEGMENTED_EXACT): each segment's correctly rounded sum.
+ * query_reduce_flags answers for it too: (dtype, GS_OP_SUM, dtype, this flag). */
+#define GS_BACKEND_SEGMENTED_EXACT 4u
 
 /* 1.2 left these structs as 1.1 had them. */
 #define GS_BACKEND_HOST_V1_2_MEMBERS GS_BACKEND_HOST_V1_1_MEMBERS
 #define GS_BACKEND_DEVICE_V1_2_MEMBERS GS_BACKEND_DEVICE_V1_1_MEMBERS
-#define GS_BACKEND_SEGMENTED_ARGS_V1_2_MEMBERS GS_BACKEND_SEGMENTED_ARGS_V1_1_MEMBERS
 
 /* 1.1's reduce args, then flags: 0, or one of GS_BACKEND_REDUCE_EXACT*, only ever when
  * query_reduce_flags accepted (dtype, op, out_dtype, flags). */
 #define GS_BACKEND_REDUCE_ARGS_V1_2_MEMBERS \
     GS_BACKEND_REDUCE_ARGS_V1_1_MEMBERS     \
     /* ---- ABI 1.2 ---- */                 \
+    uint32_t flags;
+
+/* 1.1's segmented args, then flags: 0, or GS_BACKEND_SEGMENTED_EXACT only ever when
+ * query_reduce_flags accepted (dtype, GS_OP_SUM, out_dtype, GS_BACKEND_SEGMENTED_EXACT). */
+#define GS_BACKEND_SEGMENTED_ARGS_V1_2_MEMBERS \
+    GS_BACKEND_SEGMENTED_ARGS_V1_1_MEMBERS     \
+    /* ---- ABI 1.2 ---- */                    \
     uint32_t flags;
 
 /* 1.1's ops, then query_reduce_flags. */

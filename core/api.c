@@ -138,7 +138,7 @@ typedef struct launch_plan {
     CUstream stream;
     const int64_t *offsets; /* gs_segmented_reduce: num_segments + 1 of them */
     uint32_t flags;         /* gs_segmented_reduce's */
-    uint32_t reduce_flags;  /* gs_reduce_ex's (GS_REDUCE_EXACT*), for the backend */
+    uint32_t backend_flags; /* the exact sums' (GS_BACKEND_REDUCE_EXACT*, GS_BACKEND_SEGMENTED_EXACT) */
 } launch_plan;
 
 /* Every launch's tail, the same for all of them: the buffers are memory the device can
@@ -153,7 +153,7 @@ static gs_status launch(gs_context *ctx, const gs_driver *drv, const launch_plan
         (p->offsets &&
          (st = gs_check_pointer(drv, fn, "offsets", p->offsets, (segments + 1) * sizeof(int64_t), NULL, NULL))) ||
         (st = gs_check_pointer(drv, fn, "out", p->out,
-                               p->reduce_flags & GS_REDUCE_EXACT_ACCUMULATOR
+                               !p->offsets && (p->backend_flags & GS_BACKEND_REDUCE_EXACT_ACCUMULATOR)
                                    ? sizeof(gs_exact_acc)
                                    : p->out_count * gs_dtype_size(p->out_dtype),
                                NULL, NULL)))
@@ -171,13 +171,14 @@ static gs_status launch(gs_context *ctx, const gs_driver *drv, const launch_plan
         gs_backend_segmented_args a = {
             .struct_size = sizeof a, .dtype = p->dtype, .op = p->op, .out_dtype = p->out_dtype,
             .in = in, .n = p->n, .offsets = (CUdeviceptr)(uintptr_t)p->offsets, .num_segments = segments,
-            .out = out, .stream = p->stream, .workspace = ws, .workspace_bytes = ctx->workspace_bytes};
+            .out = out, .stream = p->stream, .workspace = ws, .workspace_bytes = ctx->workspace_bytes,
+            .flags = p->backend_flags};
         st = ctx->backend->ops->segmented_reduce(ctx->instance, &a);
     } else if (st == GS_SUCCESS) {
         gs_backend_reduce_args a = {
             .struct_size = sizeof a, .dtype = p->dtype, .op = p->op, .out_dtype = p->out_dtype,
             .in = in, .n = p->n, .out = out, .stream = p->stream,
-            .workspace = ws, .workspace_bytes = ctx->workspace_bytes, .flags = p->reduce_flags};
+            .workspace = ws, .workspace_bytes = ctx->workspace_bytes, .flags = p->backend_flags};
         st = ctx->backend->ops->reduce(ctx->instance, &a);
     }
     gs_context_pop(ctx, pushed);
@@ -206,7 +207,7 @@ GS_API gs_status gs_reduce_ex(gs_context *ctx, const void *in, uint64_t n, gs_dt
         (flags && (st = gs_check_supported_flags(ctx, fn, dtype, op, out_dtype, flags)) != GS_SUCCESS))
         return st;
     const launch_plan plan = {.fn = fn, .dtype = dtype, .out_dtype = out_dtype, .op = op, .in = in, .n = n,
-                              .out = out, .out_count = 1, .stream = (CUstream)stream, .reduce_flags = flags};
+                              .out = out, .out_count = 1, .stream = (CUstream)stream, .backend_flags = flags};
     return launch(ctx, drv, &plan);
 }
 
@@ -229,13 +230,15 @@ GS_API gs_status gs_segmented_reduce(gs_context *ctx, const void *in, uint64_t n
         return gs_fail(GS_ERROR_UNSUPPORTED, "%s: backend %s (%s, backend ABI %u.%u) has no segmented reduction", fn,
                        ops->name, ctx->backend->path, GS_BACKEND_ABI_VERSION_MAJOR(ops->abi_version),
                        ops->abi_version & 0xffffu);
-    if ((st = gs_check_supported(ctx, fn, dtype, op, out_dtype)) != GS_SUCCESS)
+    const uint32_t backend_flags = flags & GS_SEGMENTED_EXACT ? GS_BACKEND_SEGMENTED_EXACT : 0;
+    if ((st = gs_check_supported(ctx, fn, dtype, op, out_dtype)) != GS_SUCCESS ||
+        (backend_flags && (st = gs_check_supported_flags(ctx, fn, dtype, op, out_dtype, backend_flags)) != GS_SUCCESS))
         return st;
     if (num_segments == 0)
         return GS_SUCCESS; /* nothing to write: no launch */
     const launch_plan plan = {.fn = fn, .dtype = dtype, .out_dtype = out_dtype, .op = op, .in = in, .n = n,
                               .out = out, .out_count = num_segments, .stream = (CUstream)stream,
-                              .offsets = offsets, .flags = flags};
+                              .offsets = offsets, .flags = flags, .backend_flags = backend_flags};
     return launch(ctx, drv, &plan);
 }
 

@@ -112,9 +112,14 @@ gs_status gs_check_segmented(const void *in, uint64_t n, gs_dtype dtype, gs_op o
     gs_status st;
     if ((st = check_dtype_op(fn, dtype, op)) != GS_SUCCESS)
         return st;
-    if (flags & ~GS_SEGMENTED_CHECK_OFFSETS)
-        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: unknown flags 0x%x", fn, flags & ~GS_SEGMENTED_CHECK_OFFSETS);
+    const uint32_t known = GS_SEGMENTED_CHECK_OFFSETS | GS_SEGMENTED_EXACT;
+    if (flags & ~known)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: unknown flags 0x%x", fn, flags & ~known);
     const gs_dtype out_dtype = gs_default_out(dtype, op);
+    if ((flags & GS_SEGMENTED_EXACT) && (op != GS_OP_SUM || !exact_pair(dtype, out_dtype)))
+        return gs_fail(GS_ERROR_UNSUPPORTED,
+                       "%s: GS_SEGMENTED_EXACT sums float16, bfloat16, float32 or float64 (SUM), not %s over %s", fn,
+                       gs_op_name(op), gs_dtype_name(dtype));
     if (num_segments && !offsets)
         return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: offsets is NULL", fn);
     if (num_segments && !out)

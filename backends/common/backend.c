@@ -41,7 +41,16 @@ static int find_exact(gs_dtype dtype, gs_dtype out)
 {
     if (!(0 GS_EXACT_OUTPUTS(GS_EXACT_PAIR)))
         return -1;
-    for (int k = 0; k < GS_NEXACT_KERNELS; k++)
+    for (int k = 0; k < GS_NEXACT_PLAIN; k++)
+        if (gs_kernel_table_exact[k].dtype == dtype)
+            return k;
+    return -1;
+}
+
+/* The index in gs_kernel_table_exact[] of dtype's exact segmented kernel; -1 if none. */
+static int find_segexact(gs_dtype dtype)
+{
+    for (int k = GS_NEXACT_PLAIN; k < GS_NEXACT_KERNELS; k++)
         if (gs_kernel_table_exact[k].dtype == dtype)
             return k;
     return -1;
@@ -146,6 +155,8 @@ static gs_status be_query_reduce_flags(const gs_backend_instance *inst, gs_dtype
 {
     if (!flags)
         return be_query_reduce(inst, dtype, op, out);
+    if (flags == GS_BACKEND_SEGMENTED_EXACT)
+        return op == GS_OP_SUM && out == dtype && find_segexact(dtype) >= 0 ? GS_SUCCESS : GS_ERROR_UNSUPPORTED;
     if ((flags != GS_BACKEND_REDUCE_EXACT && flags != GS_BACKEND_REDUCE_EXACT_ACCUMULATOR) || op != GS_OP_SUM)
         return GS_ERROR_UNSUPPORTED;
     return find_exact(dtype, out) >= 0 ? GS_SUCCESS : GS_ERROR_UNSUPPORTED;
@@ -234,11 +245,11 @@ static gs_status be_reduce(gs_backend_instance *inst, const gs_backend_reduce_ar
  * queue balances the rest. n + S does not overflow: S < 2^56 (checked by the core), and n
  * elements lie in one allocation (where the driver reports the allocation's range; where
  * it reports none, n is only known not to wrap around memory). */
-static void seg_plan(unsigned int max_blocks, gs_dtype dtype, gs_op op, uint64_t n, uint64_t S,
+static void seg_plan(unsigned int max_blocks, gs_dtype dtype, int wide_slots, uint64_t n, uint64_t S,
                      uint64_t *chunk, uint32_t *nchunks, unsigned int *grid)
 {
     const uint64_t total = n + S;
-    const uint64_t max_chunks = GS_SEG_MAX_CHUNKS(op == GS_OP_ARGMIN || op == GS_OP_ARGMAX);
+    const uint64_t max_chunks = GS_SEG_MAX_CHUNKS(wide_slots);
     const uint64_t base = (uint64_t)GS_BACKEND_BLOCK * 4 * (16 / gs_dtype_size(dtype));
     uint64_t c = base;
     /* About `base` elements per chunk (each chunk pays one search, so many segments should
@@ -261,26 +272,32 @@ static void seg_plan(unsigned int max_blocks, gs_dtype dtype, gs_op op, uint64_t
 
 static gs_status be_segmented_reduce(gs_backend_instance *inst, const gs_backend_segmented_args *a)
 {
-    const int k = lookup(seg_kernel_index, a->dtype, a->op, a->out_dtype);
+    /* flags: ABI 1.2 args only (an older core's struct ends before them) */
+    const int exact = a->struct_size >= offsetof(gs_backend_segmented_args, flags) + sizeof a->flags &&
+                      (a->flags & GS_BACKEND_SEGMENTED_EXACT);
+    const gs_family family = exact ? GS_FAM_EXACT : GS_FAM_SEGMENTED;
+    const int k = exact ? (a->op == GS_OP_SUM && a->out_dtype == a->dtype ? find_segexact(a->dtype) : -1)
+                        : lookup(seg_kernel_index, a->dtype, a->op, a->out_dtype);
     if (k < 0)
-        return kernel_for(inst, GS_FAM_SEGMENTED, k, a->op, a->dtype, a->out_dtype, NULL);
+        return kernel_for(inst, family, k, a->op, a->dtype, a->out_dtype, NULL);
     if (a->workspace_bytes < GS_WORKSPACE_BYTES) {
         gs_host->set_error("%s backend: workspace of %llu bytes, %u needed", GS_BACKEND_NAME,
                         (unsigned long long)a->workspace_bytes, (unsigned)GS_WORKSPACE_BYTES);
         return GS_ERROR_INTERNAL;
     }
     const gs_kernel_slot *s;
-    gs_status st = kernel_for(inst, GS_FAM_SEGMENTED, k, a->op, a->dtype, a->out_dtype, &s);
+    gs_status st = kernel_for(inst, family, k, a->op, a->dtype, a->out_dtype, &s);
     if (st != GS_SUCCESS)
         return st;
     uint64_t chunk;
     uint32_t nchunks;
     unsigned int grid;
-    seg_plan(s->max_blocks, a->dtype, a->op, a->n, a->num_segments, &chunk, &nchunks, &grid);
+    const int wide = exact ? a->dtype == GS_FLOAT64 : a->op == GS_OP_ARGMIN || a->op == GS_OP_ARGMAX;
+    seg_plan(s->max_blocks, a->dtype, wide, a->n, a->num_segments, &chunk, &nchunks, &grid);
     CUdeviceptr in = a->in, offsets = a->offsets, out = a->out, ws = a->workspace;
     uint64_t n = a->n, nseg = a->num_segments;
     void *params[] = {&in, &n, &offsets, &nseg, &out, &ws, &chunk, &nchunks};
-    return launch(s, gs_kernel_table_segmented[k].name, grid, a->stream, params);
+    return launch(s, (exact ? gs_kernel_table_exact : gs_kernel_table_segmented)[k].name, grid, a->stream, params);
 }
 
 static const gs_backend_ops ops = {

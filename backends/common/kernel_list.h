@@ -33,6 +33,9 @@
 /* The exact sums' kernels (GS_REDUCE_EXACT, exact.cuh), gs_exact_<dtype>: one per input
  * type, the output type an argument; and the (input, output) pairs they round into. */
 #define GS_EXACT_KERNELS(X) X(f16) X(bf16) X(f32) X(f64)
+/* The exact segmented sums' kernels (GS_SEGMENTED_EXACT, seg_exact.cuh),
+ * gs_segexact_<dtype>: each segment's sum rounded to dtype. Built with the exact sums. */
+#define GS_SEGEXACT_KERNELS(X) X(f16) X(bf16) X(f32) X(f64)
 #define GS_EXACT_OUTPUTS(X) X(f16, f16) X(f16, f32) X(bf16, bf16) X(bf16, f32) X(f32, f32) X(f32, f64) X(f64, f64)
 /* Elements per block at most, so a block's shared limbs stay below 2^61 (exact.cuh): the
  * host launches at least n / GS_EXACT_BLOCK_ELEMENTS blocks. */
@@ -49,14 +52,15 @@
 #define GS_SEG_QUEUE_OFFSET 16
 #define GS_WORKSPACE_BYTES 65536
 
-/* Segmented reduction: bytes of one chunk slot for op (ARGMIN/ARGMAX accumulators are a
- * value and an int64 index); the chunk counters, at a fixed place for every op (a later
+/* Segmented reduction: bytes of one chunk slot, 16 when wide (ARGMIN/ARGMAX accumulators
+ * are a value and an int64 index, float64's exact sums two doubles), else 8; the chunk
+ * counters, at a fixed place for every op (a later
  * launch's slots must never land on counters that must stay zero), clear of gs_reduce's
  * partials; and the most chunks whose two slots each fit between the two. */
-#define GS_SEG_SLOT_BYTES(is_arg) ((is_arg) ? 16u : 8u)
+#define GS_SEG_SLOT_BYTES(wide) ((wide) ? 16u : 8u)
 #define GS_SEG_COUNTERS 3264u
 #define GS_SEG_COUNTERS_OFFSET (GS_WORKSPACE_BYTES - 4u * GS_SEG_COUNTERS)
-#define GS_SEG_MAX_CHUNKS(is_arg) ((GS_SEG_COUNTERS_OFFSET - GS_PARTIALS_OFFSET) / (2u * GS_SEG_SLOT_BYTES(is_arg)))
+#define GS_SEG_MAX_CHUNKS(wide) ((GS_SEG_COUNTERS_OFFSET - GS_PARTIALS_OFFSET) / (2u * GS_SEG_SLOT_BYTES(wide)))
 #if GS_SEG_COUNTERS_OFFSET < GS_PARTIALS_OFFSET + GS_MAX_BLOCKS * GS_MAX_PARTIAL_BYTES
 #  error "segmented-reduction counters overlap gs_reduce's partials"
 #endif

@@ -12,7 +12,7 @@
 #  error "define one of GS_BUILD_REDUCE, GS_BUILD_SEGMENTED, GS_BUILD_EXACT (backends/meson.build)"
 #endif
 #ifdef GS_BUILD_EXACT
-#  include "exact.cuh"
+#  include "seg_exact.cuh"
 #endif
 #ifdef GS_BUILD_SEGMENTED
 #  include "segmented.cuh"
@@ -126,4 +126,23 @@ template <typename T> struct GsExactMinBlocks {
     }
 
 GS_EXACT_KERNELS(GS_DEFINE_EXACT_KERNEL)
+
+/* The exact segmented sums' kernels: the segmented reduction with OpSegExact
+ * (seg_exact.cuh), the segmented kernels' arguments. */
+#define GS_DEFINE_SEGEXACT_KERNEL(dt)                                                                  \
+    extern "C" __global__ void __launch_bounds__(GS_POLICY::kBlock, GsSegMinBlocks::value)             \
+        gs_segexact_##dt(const GS_TYPE_##dt *__restrict__ in, uint64_t n,                              \
+                         const int64_t *__restrict__ offsets, uint64_t num_segments,                   \
+                         GS_TYPE_##dt *__restrict__ out, unsigned char *workspace, uint64_t chunk,     \
+                         uint32_t nchunks)                                                             \
+    {                                                                                                  \
+        typedef gs::OpSegExact<GS_TYPE_##dt> Op;                                                       \
+        static_assert(gs::SegSlot<typename Op::Acc>::kBytes ==                                         \
+                          GS_SEG_SLOT_BYTES(sizeof(GS_TYPE_##dt) == 8),                                \
+                      "slot size rule differs from the host's");                                       \
+        gs::segmented_kernel<GS_POLICY, Op, gs::SegExactWrite<GS_POLICY, GS_TYPE_##dt> >(              \
+            in, n, offsets, num_segments, out, workspace, chunk, nchunks);                             \
+    }
+
+GS_SEGEXACT_KERNELS(GS_DEFINE_SEGEXACT_KERNEL)
 #endif

@@ -23,12 +23,14 @@ static const char *const family_names[GS_FAM_COUNT] = {"gs_reduce", "segmented",
 
 const gs_backend_host *gs_host;
 
-#define GS_KERNEL_ENTRY(dt, op, o) {GS_DT_##dt, GS_OPV_##op, GS_DT_##o, "gs_reduce_" #dt "_" #op "_" #o},
+#define GS_KERNEL_ENTRY(dt, op, o) {GS_DT_##dt, GS_OPV_##op, GS_DT_##o, "gs_reduce_" #dt "_" #op "_" #o, 0},
 const kernel_entry gs_kernel_table_reduce[GS_NKERNELS] = {GS_KERNELS(GS_KERNEL_ENTRY)};
-#define GS_SEG_KERNEL_ENTRY(dt, op, o) {GS_DT_##dt, GS_OPV_##op, GS_DT_##o, "gs_segreduce_" #dt "_" #op "_" #o},
+#define GS_SEG_KERNEL_ENTRY(dt, op, o) {GS_DT_##dt, GS_OPV_##op, GS_DT_##o, "gs_segreduce_" #dt "_" #op "_" #o, 1},
 const kernel_entry gs_kernel_table_segmented[GS_NSEG_KERNELS] = {GS_SEG_KERNELS(GS_SEG_KERNEL_ENTRY)};
-#define GS_EXACT_KERNEL_ENTRY(dt) {GS_DT_##dt, GS_OP_SUM, GS_DT_##dt, "gs_exact_" #dt},
-const kernel_entry gs_kernel_table_exact[GS_NEXACT_KERNELS] = {GS_EXACT_KERNELS(GS_EXACT_KERNEL_ENTRY)};
+#define GS_EXACT_KERNEL_ENTRY(dt) {GS_DT_##dt, GS_OP_SUM, GS_DT_##dt, "gs_exact_" #dt, 0},
+#define GS_SEGEXACT_KERNEL_ENTRY(dt) {GS_DT_##dt, GS_OP_SUM, GS_DT_##dt, "gs_segexact_" #dt, 1},
+const kernel_entry gs_kernel_table_exact[GS_NEXACT_KERNELS] = {
+    GS_EXACT_KERNELS(GS_EXACT_KERNEL_ENTRY) GS_SEGEXACT_KERNELS(GS_SEGEXACT_KERNEL_ENTRY)};
 static const kernel_entry *const tables[GS_FAM_COUNT] = {gs_kernel_table_reduce, gs_kernel_table_segmented,
                                                          gs_kernel_table_exact};
 
@@ -67,8 +69,7 @@ gs_status gs_module_load(gs_backend_instance *inst, gs_family family)
 }
 
 /* Looks kernel e up in m and fills s (not yet published). */
-static gs_status set_up(const gs_backend_instance *inst, gs_family family, CUmodule m, const kernel_entry *e,
-                        gs_kernel_slot *s)
+static gs_status set_up(const gs_backend_instance *inst, CUmodule m, const kernel_entry *e, gs_kernel_slot *s)
 {
     CUfunction f;
     CUresult rc = gs_host->cuModuleGetFunction(&f, m, e->name);
@@ -84,7 +85,7 @@ static gs_status set_up(const gs_backend_instance *inst, gs_family family, CUmod
         per_sm = 1;
     const unsigned int sms = (unsigned int)inst->dev.multiprocessor_count;
     s->fn = f;
-    if (family == GS_FAM_SEGMENTED) {
+    if (e->queued) {
         s->max_blocks = (unsigned int)per_sm * sms;
         s->max_blocks_dram = s->max_blocks;
     } else {
@@ -104,7 +105,7 @@ gs_status gs_kernel_slow(gs_backend_instance *inst, gs_family family, int k, con
         const double t0 = gs_now_ms();
         st = gs_module_load(inst, family);
         if (st == GS_SUCCESS)
-            st = set_up(inst, family, inst->module[family], e, s);
+            st = set_up(inst, inst->module[family], e, s);
         if (st == GS_SUCCESS) {
             atomic_store_explicit(&s->ready, 1, memory_order_release);
             gs_host->log(GS_LOG_DEBUG, "%s backend: kernel %s set up at its first call in %.3f ms, up to %u blocks",

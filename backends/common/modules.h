@@ -32,7 +32,9 @@
 enum {
     GS_NKERNELS = 0 GS_KERNELS(GS_COUNT_KERNEL),
     GS_NSEG_KERNELS = 0 GS_SEG_KERNELS(GS_COUNT_KERNEL),
-    GS_NEXACT_KERNELS = 0 GS_EXACT_KERNELS(GS_COUNT_EXACT)
+    /* the exact family: gs_exact_<dtype>, then gs_segexact_<dtype> from GS_NEXACT_PLAIN on */
+    GS_NEXACT_PLAIN = 0 GS_EXACT_KERNELS(GS_COUNT_EXACT),
+    GS_NEXACT_KERNELS = GS_NEXACT_PLAIN GS_SEGEXACT_KERNELS(GS_COUNT_EXACT)
 };
 
 /* Mapping of the kernel list's short names to the public enums. */
@@ -63,6 +65,7 @@ typedef struct kernel_entry {
     gs_op op;
     gs_dtype out; /* exact kernels: unused, the output type is the kernel's argument */
     const char *name;
+    int queued; /* its blocks take work from a queue (the segmented kernels): launched on what is resident */
 } kernel_entry;
 
 /* The kernels of kernel_list.h, per family, in its order. */

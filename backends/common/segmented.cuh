@@ -121,16 +121,55 @@ __device__ __forceinline__ bool seg_owned(uint64_t b, uint64_t e, uint64_t j, ui
     return j == hi - 1 && e > ce && b <= ce;
 }
 
+/* What a round of owned segments needs to find segment base + q again (SegWrite::round_end). */
+template <typename T, typename OutT> struct SegRound {
+    const T *in;
+    OutT *out;
+    const uint64_t *round_off; /* the round's offsets, shared */
+    uint64_t base, hi, ce;
+};
+
+/* What the block that combines a crossing segment's pieces knows of it (SegWrite::cross):
+ * segment sj, its clamped offsets [sb, se), its pieces' chunks c0 .. c1 and their slots. */
+template <typename T, typename Acc> struct SegCross {
+    const T *in;
+    uint64_t n, chunk, sj, sb, se;
+    uint32_t c0, c1;
+    const Acc *slots_a, *slots_b;
+};
+
+/* What the segmented reduction does with a segment's accumulator once it is complete: the
+ * ops write their result. (The exact sums, seg_exact.cuh, put aside a segment whose
+ * accumulator lost exactness and sum it again at the round's end.) Shared: the block's
+ * state; begin: every thread, before the first barrier; emit: the thread that holds
+ * segment base + q's accumulator a (len: its elements); round_end: every thread, after a
+ * barrier that follows a round's emits; cross: every thread, a valid in thread 0. */
+template <typename Policy, typename Op> struct SegWrite {
+    typedef typename Op::Acc Acc;
+    typedef typename Op::OutT OutT;
+    struct Shared {};
+    static __device__ __forceinline__ void begin(Shared &) {}
+    static __device__ __forceinline__ void emit(Shared &, OutT *o, Acc a, uint32_t, uint64_t) { *o = Op::result(a); }
+    static __device__ __forceinline__ void round_end(Shared &, const SegRound<typename Op::In, OutT> &) {}
+    static __device__ __forceinline__ void cross(Shared &, OutT *o, Acc a, const SegCross<typename Op::In, Acc> &)
+    {
+        if (threadIdx.x == 0)
+            *o = Op::result(a);
+    }
+};
+
 /* One piece of a segment that spans chunks c0 < c1: thread 0 publishes it in `slot`, the
  * block takes a ticket on counter[c0], and the block with the last ticket combines
  * B[c0], A[c0+1], ..., A[c1] in chunk order and writes the result. Call uniformly. */
-template <typename Policy, typename Op>
+template <typename Policy, typename Op, typename Write>
 __device__ __forceinline__ void seg_publish_piece(typename Op::Acc piece, typename Op::Acc *slot,
-                                                  typename Op::Acc *slots_a, typename Op::Acc *slots_b,
-                                                  unsigned int *counters, uint32_t c0, uint32_t c1,
+                                                  unsigned int *counters, const SegCross<typename Op::In, typename Op::Acc> &x,
                                                   typename Op::OutT *out_j,
-                                                  typename Policy::template Scratch<typename Op::Acc> &s)
+                                                  typename Policy::template Scratch<typename Op::Acc> &s,
+                                                  typename Write::Shared &w)
 {
+    const uint32_t c0 = x.c0, c1 = x.c1;
+    const typename Op::Acc *slots_a = x.slots_a, *slots_b = x.slots_b;
     typedef typename Op::Acc Acc;
     if (threadIdx.x == 0)
         *slot = piece;
@@ -153,12 +192,11 @@ __device__ __forceinline__ void seg_publish_piece(typename Op::Acc piece, typena
                 a = Op::combine(a, v[u]);
         }
         a = Policy::template block_reduce<Op>(a, s);
-        if (threadIdx.x == 0)
-            *out_j = Op::result(a);
+        Write::cross(w, out_j, a, x);
     }
 }
 
-template <typename Policy, typename Op>
+template <typename Policy, typename Op, typename Write = SegWrite<Policy, Op> >
 __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restrict__ in, uint64_t n,
                                                  const int64_t *__restrict__ offsets, uint64_t S,
                                                  typename Op::OutT *__restrict__ out, unsigned char *workspace,
@@ -188,6 +226,8 @@ __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restri
     __shared__ uint64_t edge[4];
     __shared__ uint64_t round_off[Policy::kBlock + 1];
     __shared__ int give_up;
+    __shared__ typename Write::Shared wshared;
+    Write::begin(wshared);
 
     const unsigned int t = threadIdx.x;
     const unsigned int group = t / Policy::kGroup, lane = t % Policy::kGroup;
@@ -242,7 +282,7 @@ __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restri
 #pragma unroll 1
                     for (uint64_t i = sb; i < se; i++)
                         a = Accum<Op>::add(a, in[i], (int64_t)(i - sb));
-                    out[j] = Op::result(a);
+                    Write::emit(wshared, &out[j], a, t, se - sb);
                 } else if (se - sb >= kLong) {
                     longer = true;
                 } else {
@@ -279,7 +319,7 @@ __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restri
                                  : Op::identity();
                     a = Policy::template group_reduce<Op>(a, scratch);
                     if (mine && lane == 0)
-                        out[jj] = Op::result(a);
+                        Write::emit(wshared, &out[jj], a, (uint32_t)(jj - base), se - sb);
                 }
             }
             if (any & 2u) {
@@ -329,16 +369,21 @@ __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restri
                     a = Policy::template block_reduce<Op>(a, scratch);
                     if (!cross) {
                         if (t == 0)
-                            out[sj] = Op::result(a);
+                            Write::emit(wshared, &out[sj], a, (uint32_t)q, pe - sb);
                         continue;
                     }
                     /* the segment's marker is at sb + sj, its last element at se + sj */
-                    seg_publish_piece<Policy, Op>(a, outgoing ? &slots_b[k] : &slots_a[k], slots_a, slots_b,
-                                                  counters, seg_chunk_of(sb + sj, chunk, nchunks),
-                                                  seg_chunk_of(se + sj, chunk, nchunks), &out[sj], scratch);
+                    const SegCross<T, Acc> x = {in, n, chunk, sj, sb, se, seg_chunk_of(sb + sj, chunk, nchunks),
+                                                seg_chunk_of(se + sj, chunk, nchunks), slots_a, slots_b};
+                    seg_publish_piece<Policy, Op, Write>(a, outgoing ? &slots_b[k] : &slots_a[k], counters, x,
+                                                         &out[sj], scratch, wshared);
                 }
             }
             __syncthreads(); /* the scratch is reused next round */
+            if (r >= 0) {
+                const SegRound<T, typename Op::OutT> rd = {in, out, round_off, base, hi, ce};
+                Write::round_end(wshared, rd);
+            }
             if (stop)
                 break;
         }

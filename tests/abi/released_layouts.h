@@ -51,9 +51,10 @@
     X(T, n, 24) X(T, offsets, 32) X(T, num_segments, 40) X(T, out, 48)               \
     X(T, stream, 56) X(T, workspace, 64) X(T, workspace_bytes, 72)
 
-/* Backend ABI 1.2 (gridsync 0.3.0): flags appended to the reduce args, query_reduce_flags
- * to the ops. */
+/* Backend ABI 1.2 (gridsync 0.3.0): flags appended to the reduce args and the segmented
+ * args, query_reduce_flags to the ops. */
 #define BACKEND_REDUCE_ARGS_1_2(X, T) BACKEND_REDUCE_ARGS_1_0(X, T) X(T, flags, 64)
+#define BACKEND_SEGMENTED_ARGS_1_2(X, T) BACKEND_SEGMENTED_ARGS_1_1(X, T) X(T, flags, 80)
 #define BACKEND_OPS_1_2(X, T) BACKEND_OPS_1_1(X, T) X(T, query_reduce_flags, 64)
 
 #endif

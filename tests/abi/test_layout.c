@@ -39,7 +39,7 @@ int main(void)
     CHECK_LAYOUT(gs_backend_host, BACKEND_HOST_1_0, GS_BACKEND_HOST_V1_0_SIZE);
     CHECK_LAYOUT(gs_backend_device, BACKEND_DEVICE_1_0, GS_BACKEND_DEVICE_V1_0_SIZE);
     CHECK_LAYOUT(gs_backend_reduce_args, BACKEND_REDUCE_ARGS_1_2, GS_BACKEND_REDUCE_ARGS_V1_2_SIZE);
-    CHECK_LAYOUT(gs_backend_segmented_args, BACKEND_SEGMENTED_ARGS_1_1, GS_BACKEND_SEGMENTED_ARGS_V1_2_SIZE);
+    CHECK_LAYOUT(gs_backend_segmented_args, BACKEND_SEGMENTED_ARGS_1_2, GS_BACKEND_SEGMENTED_ARGS_V1_2_SIZE);
     CHECK_LAYOUT(gs_backend_ops, BACKEND_OPS_1_2, GS_BACKEND_OPS_V1_2_SIZE);
 
     /* The ABI version a 1.0 backend was built with must still be what this header says

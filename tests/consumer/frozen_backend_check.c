@@ -77,7 +77,11 @@ BACKEND_OPS_1_2(SAME_PLACE, gs_backend_ops)
 #endif
 #if FROZEN_MINOR >= 1
 COVERS(gs_backend_segmented_args, FROZEN_U(GS_BACKEND_SEGMENTED_ARGS_, _SIZE))
+#endif
+#if FROZEN_MINOR == 1
 BACKEND_SEGMENTED_ARGS_1_1(SAME, gs_backend_segmented_args)
+#elif FROZEN_MINOR >= 2
+BACKEND_SEGMENTED_ARGS_1_2(SAME, gs_backend_segmented_args)
 #endif
 
 _Static_assert(GS_BACKEND_ABI_MAJOR == 1, "a new backend ABI major: give it its own frozen header");

@@ -182,8 +182,13 @@ static int real_segmented(void)
     CHECK_STATUS(SEG(in, 1000, (gs_dtype)99, GS_OP_SUM, o, 10, out, 0), GS_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(SEG(in, 1000, GS_FLOAT32, (gs_op)42, o, 10, out, 0), GS_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(SEG(in, 1000, GS_FLOAT32, GS_OP_BIT_XOR, o, 10, out, 0), GS_ERROR_UNSUPPORTED);
-    CHECK_STATUS(SEG(in, 1000, GS_FLOAT32, GS_OP_SUM, o, 10, out, 2), GS_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(SEG(in, 1000, GS_FLOAT32, GS_OP_SUM, o, 10, out, 4), GS_ERROR_INVALID_ARGUMENT);
     CHECK_HAS(gs_last_error_message(), "flags");
+    /* exact sums are float SUMs */
+    CHECK_STATUS(SEG(in, 1000, GS_INT32, GS_OP_SUM, o, 10, out, GS_SEGMENTED_EXACT), GS_ERROR_UNSUPPORTED);
+    CHECK_HAS(gs_last_error_message(), "GS_SEGMENTED_EXACT");
+    CHECK_STATUS(SEG(in, 1000, GS_FLOAT32, GS_OP_MAX, o, 10, out, GS_SEGMENTED_EXACT), GS_ERROR_UNSUPPORTED);
+    CHECK_HAS(gs_last_error_message(), "not max over f32");
     CHECK_STATUS(SEG(in, 1000, GS_FLOAT32, GS_OP_SUM, NULL, 10, out, 0), GS_ERROR_INVALID_ARGUMENT);
     CHECK_HAS(gs_last_error_message(), "offsets");
     CHECK_STATUS(SEG(in, 1000, GS_FLOAT32, GS_OP_SUM, o, 10, 0, 0), GS_ERROR_INVALID_ARGUMENT);
@@ -225,6 +230,13 @@ static int real_segmented(void)
     /* no segments: nothing to do, nothing launched, no pointer needed */
     CHECK_STATUS(SEG(0, 0, GS_FLOAT32, GS_OP_SUM, NULL, 0, 0, 0), GS_SUCCESS);
     CHECK_INT(cuda_log_lines("cuLaunchKernel ") - l0, 2);
+    /* the exact sums' kernel, from the exact-sum module, with the offsets checked too */
+    CHECK_STATUS(SEG(in, 500, GS_FLOAT64, GS_OP_SUM, o, 5, out, GS_SEGMENTED_EXACT | GS_SEGMENTED_CHECK_OFFSETS),
+                 GS_SUCCESS);
+    CHECK_INT(cuda_log_lines("cuLaunchKernel ") - l0, 3);
+    log = cuda_log();
+    CHECK_HAS(find_line(log, "cuLaunchKernel ", 1), "cuLaunchKernel gs_segexact_f64 grid=");
+    free(log);
     CHECK_STATUS(gs_context_destroy(ctx), GS_SUCCESS);
     return 0;
 }

@@ -1,0 +1,261 @@
+/*
+ * Exact segmented sums (GS_SEGMENTED_EXACT, docs/semantics.md §12): every segment's float
+ * SUM correctly rounded, in the one launch of the segmented reduction (segmented.cuh),
+ * written once for both backends.
+ *
+ * The segmented reduction runs unchanged with OpSegExact as its op: float16, bfloat16 and
+ * float32 elements are summed in one double, float64 elements in two (hi + lo), and every
+ * addition is checked to be exact (Dekker's test, as exact_try_plain in exact.cuh). An
+ * addition that is not, a NaN or an infinity (inf - inf is no number, and x + inf fails
+ * the test), or an overflow turns the accumulator into NaN, which every later addition
+ * keeps: the segment is "lost". A segment that is not lost holds its exact sum, and
+ * rounding that once is the correctly rounded result, whatever order and grouping the
+ * kernel took. For ordinary data nothing is lost: a double holds the exact sum of
+ * float32s whose exponents and sum span fewer than 53 bits, and of any float16s up to
+ * 2^29 in magnitude.
+ *
+ * A lost segment is summed again element by element into the block's long accumulator
+ * (exact_acc.cuh), which is exact for any data and follows the IEEE rules for NaN and
+ * infinities: a segment owned by a chunk at the end of its round (every lost one of the
+ * round in turn, by the whole block), a segment that crosses chunks by the block that
+ * combines its pieces: the pieces that were exact are added as they are, the lost ones
+ * are read again. Each element is read again at most once, so the time stays bounded
+ * (a few times the default's for data whose exponents spread wider than a double holds).
+ *
+ * The zero sign: the accumulators start at -0.0, and IEEE addition gives -0 only for
+ * -0 + -0, so an exact zero is -0.0 exactly when every element was -0.0, as gs_reduce's
+ * exact sum rules (float64's hi carries the sign; its lo only error terms). An empty
+ * segment is +0.0.
+ */
+#pragma once
+
+#include "exact.cuh"
+#include "segmented.cuh"
+
+namespace gs {
+
+/* float64's accumulator: the exact sum hi + lo. */
+struct ExactDd {
+    double hi, lo;
+};
+
+/* a + b, and ok cleared unless it was exact (NaN operands included) */
+__device__ __forceinline__ double seg_exact_add(double a, double b, bool &ok)
+{
+    const double t = __dadd_rn(a, b);
+    ok &= (__dsub_rn(t, a) == b) & (__dsub_rn(t, b) == a);
+    return t;
+}
+
+template <typename T> __device__ __forceinline__ T seg_exact_round(double v);
+template <> __device__ __forceinline__ float seg_exact_round<float>(double v) { return __double2float_rn(v); }
+template <> __device__ __forceinline__ __half seg_exact_round<__half>(double v) { return __double2half(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 seg_exact_round<__nv_bfloat16>(double v)
+{
+    return __double2bfloat16(v);
+}
+
+/* float16, bfloat16, float32: one double. */
+template <typename T> struct OpSegExact {
+    typedef T In;
+    typedef T OutT;
+    typedef double Acc;
+    static __device__ __forceinline__ Acc identity() { return -0.0; }
+    static __device__ __forceinline__ Acc lift(T x, int64_t) { return (double)widen(x); }
+    static __device__ __forceinline__ Acc combine(Acc a, Acc b)
+    {
+        bool ok = true;
+        const double t = seg_exact_add(a, b, ok);
+        return ok ? t : __longlong_as_double(0x7ff8000000000000ll);
+    }
+    static __device__ __forceinline__ bool lost(Acc a) { return a != a; }
+    /* the sum's value rounded to double (exact here), for its sign */
+    static __device__ __forceinline__ double value(Acc a) { return a; }
+    static __device__ __forceinline__ void flush(ExactShared &acc, Acc a)
+    {
+        if (a != 0.0)
+            exact_flush(acc, a);
+    }
+    static __device__ __forceinline__ T result(Acc a) { return seg_exact_round<T>(a); }
+};
+
+template <> struct OpSegExact<double> {
+    typedef double In;
+    typedef double OutT;
+    typedef ExactDd Acc;
+    static __device__ __forceinline__ Acc identity() { return Acc{-0.0, 0.0}; }
+    static __device__ __forceinline__ Acc lift(double x, int64_t) { return Acc{x, 0.0}; }
+    static __device__ __forceinline__ Acc combine(Acc a, Acc b)
+    {
+        double s, e;
+        two_sum(a.hi, b.hi, s, e); /* exact unless s overflows */
+        bool ok = __dsub_rn(s, s) == 0.0;
+        double l = seg_exact_add(a.lo, b.lo, ok);
+        l = seg_exact_add(l, e, ok);
+        const double nan = __longlong_as_double(0x7ff8000000000000ll);
+        return ok ? Acc{s, l} : Acc{nan, nan};
+    }
+    static __device__ __forceinline__ bool lost(Acc a) { return a.hi != a.hi; }
+    static __device__ __forceinline__ double value(Acc a) { return a.hi == 0.0 && a.lo == 0.0 ? a.hi : __dadd_rn(a.hi, a.lo); }
+    static __device__ __forceinline__ void flush(ExactShared &acc, Acc a)
+    {
+        if (a.hi != 0.0)
+            exact_flush(acc, a.hi);
+        if (a.lo != 0.0)
+            exact_flush(acc, a.lo);
+    }
+    static __device__ __forceinline__ double result(Acc a) { return value(a); }
+};
+
+template <typename T> struct SegExactOut;
+template <> struct SegExactOut<__half> { static const int value = GS_FLOAT16; };
+template <> struct SegExactOut<__nv_bfloat16> { static const int value = GS_BFLOAT16; };
+template <> struct SegExactOut<float> { static const int value = GS_FLOAT32; };
+template <> struct SegExactOut<double> { static const int value = GS_FLOAT64; };
+
+/* The block's long accumulator to zero; every thread, a barrier after. */
+__device__ __forceinline__ void exact_zero(ExactShared &acc)
+{
+    for (unsigned int i = threadIdx.x; i < GS_EXACT_LIMBS; i += blockDim.x)
+        acc.limb[i] = 0;
+    if (threadIdx.x == 0) {
+        acc.nan = acc.pos_inf = acc.neg_inf = 0;
+        acc.sign_clear = 0;
+    }
+    __syncthreads();
+}
+
+/* One pass of carries over the limbs (each then below 2^33 in magnitude), so that 2^27
+ * more elements may be flushed; every thread, barriers included. */
+__device__ __forceinline__ void exact_carry_once(ExactShared &acc)
+{
+    const unsigned int t = threadIdx.x, L = GS_EXACT_LIMBS;
+    __syncthreads(); /* every flush so far */
+    long long v = 0;
+    if (t < L) {
+        v = (long long)acc.limb[t];
+        acc.carry[t] = t < L - 1 ? v >> 32 : 0;
+    }
+    __syncthreads();
+    if (t < L)
+        acc.limb[t] = (unsigned long long)((t < L - 1 ? v & GS_EXACT_DIGIT_MASK : v) + (t ? acc.carry[t - 1] : 0));
+    __syncthreads();
+}
+
+/* in[b, e) (clipped to n) into the block's accumulator, element by element; every thread. */
+template <typename T>
+__device__ __forceinline__ void exact_add_range(ExactShared &acc, const T *in, uint64_t b, uint64_t e, uint64_t n,
+                                                bool &sign_clear)
+{
+    if (e > n)
+        e = n;
+    const uint64_t kSlab = 1ull << 27; /* flushes between carries: limbs stay below 2^61 */
+    for (uint64_t s = b; s < e; s += kSlab) {
+        const uint64_t se = e - s > kSlab ? s + kSlab : e;
+#pragma unroll 1
+        for (uint64_t i = s + threadIdx.x; i < se; i += blockDim.x)
+            exact_slow<T>(in[i], acc, sign_clear);
+        __syncthreads();
+        if (se < e)
+            exact_carry_once(acc);
+    }
+}
+
+/* The block's accumulator, its flushes done, to *o (count: the segment's elements). */
+template <typename T> __device__ __forceinline__ void exact_write(ExactShared &acc, bool sign_clear, uint64_t count, T *o)
+{
+    if (sign_clear)
+        acc.sign_clear = 1;
+    __syncthreads();
+    exact_finish(acc, count, o, SegExactOut<T>::value, 0);
+    __syncthreads(); /* the accumulator is reused */
+}
+
+/* SegWrite for the exact sums: lost segments of a round are listed and summed again at
+ * its end; a lost crossing segment is summed again by the block that combined it. */
+template <typename Policy, typename T> struct SegExactWrite {
+    typedef OpSegExact<T> Op;
+    typedef typename Op::Acc Acc;
+    struct Shared {
+        ExactShared acc;
+        unsigned int count; /* lost segments in this round */
+        unsigned short list[Policy::kBlock];
+        int lost;
+    };
+    static __device__ __forceinline__ void begin(Shared &w)
+    {
+        if (threadIdx.x == 0)
+            w.count = 0;
+    }
+    static __device__ __forceinline__ void emit(Shared &w, T *o, Acc a, uint32_t q, uint64_t len)
+    {
+        if (!Op::lost(a))
+            *o = len ? Op::result(a) : T(0.0f);
+        else
+            w.list[atomicAdd(&w.count, 1u)] = (unsigned short)q;
+    }
+    static __device__ __forceinline__ void round_end(Shared &w, const SegRound<T, T> &r)
+    {
+        const unsigned int m = w.count; /* the same in every thread: read after a barrier */
+        if (!m)
+            return;
+#pragma unroll 1
+        for (unsigned int i = 0; i < m; i++) {
+            const uint32_t q = w.list[i];
+            const uint64_t sb = r.round_off[q];
+            uint64_t se;
+            seg_owned(sb, r.round_off[q + 1], r.base + q, r.hi, r.ce, &se);
+            exact_zero(w.acc);
+            bool sign_clear = false;
+            exact_add_range<T>(w.acc, r.in, sb, se, ~0ull, sign_clear);
+            exact_write<T>(w.acc, sign_clear, se - sb, &r.out[r.base + q]);
+        }
+        if (threadIdx.x == 0)
+            w.count = 0;
+        __syncthreads();
+    }
+    static __device__ __forceinline__ void cross(Shared &w, T *o, Acc a, const SegCross<T, Acc> &x)
+    {
+        if (threadIdx.x == 0) {
+            w.lost = Op::lost(a);
+            if (!w.lost)
+                *o = Op::result(a);
+        }
+        __syncthreads();
+        if (!w.lost)
+            return;
+        /* piece c holds positions [c chunk - sj - 1, (c + 1) chunk - sj - 1) of the segment
+         * (the chunk's positions, segmented.cuh), at most `chunk` of them whatever the
+         * offsets hold; its slot is exact unless lost */
+        exact_zero(w.acc);
+        bool sign_clear = false;
+        uint64_t since = 0;
+#pragma unroll 1
+        for (uint32_t c = x.c0; c <= x.c1; c++) {
+            const Acc v = gs_load_volatile(c == x.c0 ? &x.slots_b[c] : &x.slots_a[c]);
+            if (!Op::lost(v)) {
+                if (threadIdx.x == 0) {
+                    Op::flush(w.acc, v);
+                    sign_clear |= !signbit(Op::value(v));
+                }
+                continue;
+            }
+            const uint64_t lo = (uint64_t)c * x.chunk, hi = lo + x.chunk;
+            uint64_t pb = lo > x.sj + 1 ? lo - x.sj - 1 : 0, pe = hi > x.sj + 1 ? hi - x.sj - 1 : 0;
+            pb = pb > x.sb ? pb : x.sb;
+            pe = pe < x.se ? pe : x.se;
+            if (pb < pe) {
+                if (since + (pe - pb) > (1ull << 27)) {
+                    exact_carry_once(w.acc);
+                    since = 0;
+                }
+                since += pe - pb;
+                exact_add_range<T>(w.acc, x.in, pb, pe, x.n, sign_clear);
+            }
+        }
+        __syncthreads();
+        exact_write<T>(w.acc, sign_clear, x.se - x.sb, o);
+    }
+};
+
+} // namespace gs
