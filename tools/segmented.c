@@ -13,9 +13,9 @@
 
 const char k_usage_segmented[] =
     "usage: gridsync segmented [--dtype T] [--op OP] [--count N] [--segments S]\n"
-    "                          [--layout L | --offsets FILE] [--check-offsets]\n"
-    "                          [--print-offsets] [--device D] [--backend NAME] [--seed S]\n"
-    "                          [--repeat R] [--json]\n"
+    "                          [--layout L | --offsets FILE] [--check-offsets] [--exact]\n"
+    "                          [--data KIND] [--print-offsets] [--device D]\n"
+    "                          [--backend NAME] [--seed S] [--repeat R] [--json]\n"
     "\n"
     "Fills device memory with random data, runs gs_segmented_reduce once over S segments\n"
     "and checks every segment's result against a host reference (and that nothing is\n"
@@ -31,6 +31,10 @@ const char k_usage_segmented[] =
     "  --offsets FILE    the S+1 offsets (decimal integers separated by white space or\n"
     "                    commas) instead of a layout; '-' reads standard input\n"
     "  --check-offsets   pass GS_SEGMENTED_CHECK_OFFSETS (validate offsets on the device)\n"
+    "  --exact           each segment's float SUM correctly rounded (GS_SEGMENTED_EXACT;\n"
+    "                    f16 bf16 f32 f64), checked bit for bit against an exact host sum\n"
+    "  --data KIND       default or wide, as for reduce (wide: float SUM over the type's\n"
+    "                    whole exponent range, the exact sums' slow path)\n"
     "  --print-offsets   print the S+1 offsets of the layout, one a line, and stop (no\n"
     "                    device needed; --offsets reads them back)\n"
     "  --device D, --backend NAME, --seed S, --repeat R, --json: as for reduce\n";
@@ -134,8 +138,8 @@ static gs_status launch_segmented(session *s, const void *arg)
 }
 
 /* Every segment against hostref; returns the number of wrong ones (the first few shown). */
-static uint64_t check_segments(const dtype_info *t, gs_op op, const unsigned char *data, const int64_t *off,
-                               uint64_t S, const unsigned char *got)
+static uint64_t check_segments(const dtype_info *t, gs_op op, int exact, const unsigned char *data,
+                               const int64_t *off, uint64_t S, const unsigned char *got)
 {
     const gs_dtype out = hostref_default_out(t->id, op);
     const size_t esize = gs_dtype_size(t->id), osize = gs_dtype_size(out);
@@ -143,7 +147,12 @@ static uint64_t check_segments(const dtype_info *t, gs_op op, const unsigned cha
     json_open("problems", '[');
     for (uint64_t j = 0; j < S; j++) {
         verdict v;
-        verify(t, op, out, data + (size_t)off[j] * esize, (uint64_t)(off[j + 1] - off[j]), got + j * osize, &v);
+        const unsigned char *seg = data + (size_t)off[j] * esize;
+        const uint64_t len = (uint64_t)(off[j + 1] - off[j]);
+        if (exact)
+            verify_exact(t, out, seg, len, got + j * osize, &v);
+        else
+            verify(t, op, out, seg, len, got + j * osize, &v);
         if (v.ok || ++bad > 5)
             continue;
         say("segment %" PRIu64 " [%" PRId64 ", %" PRId64 "): MISMATCH: got %s, want %s (%s)\n", j, off[j], off[j + 1],
@@ -168,6 +177,7 @@ typedef struct segmented_opts {
     unsigned flags;
     layout_kind layout;
     const char *offsets_file;
+    data_kind kind;
 } segmented_opts;
 
 static int take_segmented_opt(int argc, char **argv, int *i, void *state)
@@ -193,6 +203,10 @@ static int take_segmented_opt(int argc, char **argv, int *i, void *state)
         o->print_offsets = 1;
     } else if (strcmp(argv[*i], "--check-offsets") == 0) {
         o->flags |= GS_SEGMENTED_CHECK_OFFSETS;
+    } else if (strcmp(argv[*i], "--exact") == 0) {
+        o->flags |= GS_SEGMENTED_EXACT;
+    } else if (take_opt(argc, argv, i, "--data", &v)) {
+        o->kind = parse_data(v);
     } else {
         return 0;
     }
@@ -202,7 +216,7 @@ static int take_segmented_opt(int argc, char **argv, int *i, void *state)
 int cmd_segmented(int argc, char **argv)
 {
     common_opts c;
-    segmented_opts o = {16777216, 65536, 0, 0, 0, 0, LAYOUT_UNIFORM, NULL};
+    segmented_opts o = {16777216, 65536, 0, 0, 0, 0, LAYOUT_UNIFORM, NULL, DATA_DEFAULT};
     if (parse_command_line(argc, argv, k_usage_segmented, OPT_DATA | OPT_DEVICE | OPT_REPEAT, &c, take_segmented_opt,
                            &o))
         return EXIT_OK;
@@ -214,6 +228,11 @@ int cmd_segmented(int argc, char **argv)
     const dtype_info *t = c.t;
     const gs_op op = c.op;
     const uint64_t seed = c.seed;
+    const int exact = (flags & GS_SEGMENTED_EXACT) != 0;
+    if (o.kind != DATA_DEFAULT && o.kind != DATA_WIDE)
+        usage_error("--data: segmented takes default or wide");
+    if (o.kind == DATA_WIDE && !(t->kind == K_FLOAT && op == GS_OP_SUM))
+        usage_error("--data wide is for float SUM (f32 f64 f16 bf16 with --op sum)");
     int64_t *off = NULL;
     if (offsets_file) {
         if (have_segments)
@@ -253,6 +272,7 @@ int cmd_segmented(int argc, char **argv)
     json_uint("count", n);
     json_uint("segments", S);
     json_str("layout", k_layout_names[layout]);
+    json_bool("exact", exact);
     json_uint("seed", seed);
 
     session s;
@@ -261,8 +281,8 @@ int cmd_segmented(int argc, char **argv)
         free(off);
         return session_close(&s, rc);
     }
-    say("gridsync segmented: %s %s, n = %" PRIu64 ", %" PRIu64 " segments (%s%s%s)\n", gs_dtype_name(t->id),
-        gs_op_name(op), n, S, k_layout_names[layout], offsets_file ? " " : "", offsets_file ? offsets_file : "");
+    say("gridsync segmented: %s%s %s, n = %" PRIu64 ", %" PRIu64 " segments (%s%s%s)\n", exact ? "exact " : "",
+        gs_dtype_name(t->id), gs_op_name(op), n, S, k_layout_names[layout], offsets_file ? " " : "", offsets_file ? offsets_file : "");
     say("seed: %" PRIu64 " (--seed %" PRIu64 " repeats this input)\n", seed, seed);
     print_device_line(&s.info);
     fflush(stdout);
@@ -278,7 +298,7 @@ int cmd_segmented(int argc, char **argv)
         rc = EXIT_FAIL;
         goto done;
     }
-    make_input(t, op, DATA_DEFAULT, host, 0, n, seed);
+    make_input(t, op, o.kind, host, 0, n, seed);
     if (cushim_alloc(&call.in, in_bytes ? in_bytes : 1) != 0 || cushim_alloc(&call.offsets, off_bytes) != 0 ||
         cushim_alloc(&call.out, out_bytes) != 0) {
         rc = report_shim("allocating device memory");
@@ -299,7 +319,7 @@ int cmd_segmented(int argc, char **argv)
         rc = report_shim("running the reduction");
         goto done;
     }
-    const uint64_t bad = check_segments(t, op, host, off, S, got);
+    const uint64_t bad = check_segments(t, op, exact, host, off, S, got);
     int past_end = 0;
     for (size_t i = (size_t)S * osize; i < out_bytes; i++)
         past_end |= got[i] != POISON;
