@@ -446,10 +446,10 @@ def _cupy_stream(cupy, handle):
 
 # ---- exact sums ---------------------------------------------------------------------------
 
-def exact_flags(lib, dtype, op):
-    """The gs_reduce_options flags for exact=True, or raises. Only a float SUM needs them:
-    integer ops, MIN/MAX and ARG* are exact already (docs/semantics.md), and the library
-    refuses GS_REDUCE_EXACT for them."""
+def exact_flags(lib, dtype, op, segmented=False):
+    """The gs_reduce_options flags (segmented: gs_segmented_reduce's) for exact=True, or
+    raises. Only a float SUM needs them: integer ops, MIN/MAX and ARG* are exact already
+    (docs/semantics.md), and the library refuses GS_REDUCE_EXACT for them."""
     if op != Op.SUM:
         if op == Op.PROD and dtype.is_float:
             raise ValueError("gridsync: exact=True is offered for sums only; a float PROD is rounded at each step")
@@ -460,8 +460,9 @@ def exact_flags(lib, dtype, op):
         raise _lib.NotSupportedError(
             "exact=True needs correctly rounded sums (GS_REDUCE_EXACT, GRIDSYNC_1.2), which the loaded "
             "libgridsync %s (%s) does not have: nothing was computed"
-            % (lib.gs_version_string().decode(), _lib.library_path()), "gs_reduce_ex")
-    return _lib.GS_REDUCE_EXACT
+            % (lib.gs_version_string().decode(), _lib.library_path()),
+            "gs_segmented_reduce" if segmented else "gs_reduce_ex")
+    return _lib.GS_SEGMENTED_EXACT if segmented else _lib.GS_REDUCE_EXACT
 
 
 # ---- the calls ----------------------------------------------------------------------------
@@ -546,7 +547,7 @@ def reduce(x, op="sum", *, out_dtype=None, exact=False, stream=None):
             inp.release()
 
 
-def segmented_reduce(x, offsets, op="sum", *, check_offsets=False, stream=None):
+def segmented_reduce(x, offsets, op="sum", *, check_offsets=False, exact=False, stream=None):
     """Reduces each segment x[offsets[j]:offsets[j+1]] (x flattened in C order) with op, in one
     kernel launch; returns a 1-d array of len(offsets) - 1 results, of x's framework.
 
@@ -555,6 +556,8 @@ def segmented_reduce(x, offsets, op="sum", *, check_offsets=False, stream=None):
       the stream (GS_SEGMENTED_CHECK_OFFSETS; docs/semantics.md §11); bad offsets never make
       gridsync read or write out of bounds, but give unspecified results.
     op, stream: as for reduce(); argmin/argmax give the index within the segment.
+    exact: each segment's float sum correctly rounded to x's dtype (GS_SEGMENTED_EXACT), as
+      reduce(..., exact=True) rounds one; an empty segment gives +0.0.
     """
     op = _types.op_from(op)
     s = None if stream is None else stream_handle(stream)
@@ -578,6 +581,8 @@ def segmented_reduce(x, offsets, op="sum", *, check_offsets=False, stream=None):
         ctx = context(inp.device)
         out, outp = _alloc(inp, x, _types.default_out(inp.dtype, op), (m,))
         flags = _lib.GS_SEGMENTED_CHECK_OFFSETS if check_offsets else 0
+        if exact:
+            flags |= exact_flags(lib, inp.dtype, op, segmented=True)
         st = lib.gs_segmented_reduce(ctx, inp.ptr, inp.n, inp.dtype, op, off.ptr, m, outp, inp.stream, flags)
         if st:
             raise _lib.fail(lib, st, "gs_segmented_reduce")

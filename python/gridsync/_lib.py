@@ -109,6 +109,7 @@ class ReduceOptions(ctypes.Structure):
 
 GS_OUT_DEFAULT = -1
 GS_SEGMENTED_CHECK_OFFSETS = 1
+GS_SEGMENTED_EXACT = 2
 GS_REDUCE_EXACT = 1
 # A function of the GRIDSYNC_1.2 node, which also brought gs_reduce_options.flags.
 EXACT_SYMBOL = "gs_exact_round"

@@ -125,6 +125,8 @@ class TestEnumsMatchHeader(unittest.TestCase):
         self.assertEqual(_lib.GS_REDUCE_EXACT, 1)
         self.assertRegex(self.h, r"gs_status %s\(" % _lib.EXACT_SYMBOL)
         self.assertRegex(self.h, r"int32_t out_dtype;\n(\s*/\*.*\*/\n)*\s*uint32_t flags;")
+        self.assertIn("#define GS_SEGMENTED_EXACT 2u", self.h)
+        self.assertEqual(_lib.GS_SEGMENTED_EXACT, 2)
 
 
 class TestDTypes(unittest.TestCase):
@@ -419,6 +421,8 @@ class TestExact(unittest.TestCase):
         if gridsync.exact_sums_available():
             for d in (DType.FLOAT16, DType.BFLOAT16, DType.FLOAT32, DType.FLOAT64):
                 self.assertEqual(_core.exact_flags(lib, d, Op.SUM), _lib.GS_REDUCE_EXACT)
+                self.assertEqual(_core.exact_flags(lib, d, Op.SUM, segmented=True), _lib.GS_SEGMENTED_EXACT)
+            self.assertEqual(_core.exact_flags(lib, DType.INT64, Op.SUM, segmented=True), 0)
         else:
             # Never a silently inexact result: a clear error naming the library.
             with self.assertRaises(gridsync.NotSupportedError) as cm:

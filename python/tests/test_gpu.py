@@ -433,6 +433,17 @@ class TestTorch(Base):
             r2 = gridsync.reduce(DLPackOnly(y), out_dtype="float64", exact=True)
         self.assertEqual(struct.pack("<d", r2.item()), struct.pack("<d", r.item()))
         ok(2)
+        # Segments: each one's exact sum, rounded once (empty ones: +0.0).
+        cuts = np.sort(self.rng.integers(0, n, 499))
+        offsets = torch.tensor([0, *cuts.tolist(), n], dtype=torch.int64, device="cuda")
+        for d in (torch.float64, torch.float32):
+            y = x.to(d)
+            got, hv, o = gridsync.segmented_reduce(y, offsets, exact=True), y.double().cpu().tolist(), cuts.tolist()
+            o = [0, *o, n]
+            want = torch.stack([exact_round(hv[o[j]:o[j + 1]], d) for j in range(500)])
+            iv = torch.int64 if d == torch.float64 else torch.int32
+            self.assertTrue(torch.equal(got.cpu().view(iv), want.view(iv)), "segmented exact %s" % d)
+            ok(500)
 
     def test_threads(self):
         x = torch.arange(1 << 20, dtype=torch.int64, device="cuda")
