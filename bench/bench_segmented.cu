@@ -11,6 +11,9 @@
  *   giant     one segment of 2^26 at a random position in the middle half of 10^5
  *             segments of 1..16
  *   tiny      2^20 segments of 1..16 (about 8.9M elements)
+ * gridsync runs twice per backend: the default SUM and the exact one (GS_SEGMENTED_EXACT:
+ * each segment's sum correctly rounded), whose results must equal hostref's exact sum bit
+ * for bit; the summary gives its time against the default's (the target is >= 0.8x).
  * Per layout, before any timing, two checked passes: every implementation's output is
  * poisoned (0xff: NaN), computed once, and compared per segment with a host float64
  * reference: exactly on data in {-1, 0, 1} (every partial sum exact in float), and on
@@ -37,6 +40,7 @@
 #include "gridsync.h"
 
 #include "bench_common.cuh"
+#include "exact_ref.h"
 #include "hostref.h"
 
 /* ---- small utilities ------------------------------------------------------------------ */
@@ -243,18 +247,20 @@ struct Impl {
     std::string backend; /* gridsync backend name, or "-" for CUB */
     bool cub;
     gs_context *ctx;
+    bool exact = false;   /* GS_SEGMENTED_EXACT */
     float *out = nullptr; /* its own output buffer, max num_segments floats */
-    const char *impl() const { return cub ? "cub" : "gridsync"; }
-    std::string label() const { return cub ? std::string("cub") : backend; }
+    const char *impl() const { return cub ? "cub" : exact ? "gridsync-exact" : "gridsync"; }
+    std::string label() const { return cub ? std::string("cub") : exact ? backend + "-exact" : backend; }
     std::string short_label() const
     {
         if (cub)
             return "CUB";
+        const std::string x = exact ? "-exact" : "";
         if (backend == "cuda_sm20")
-            return "gridsync-sm20";
+            return "gridsync-sm20" + x;
         if (backend == "cuda_sm11_compat")
-            return "gridsync-sm11";
-        return "gridsync-" + backend;
+            return "gridsync-sm11" + x;
+        return "gridsync-" + backend + x;
     }
 };
 
@@ -317,6 +323,8 @@ struct Bench : BenchBase {
                       [&](const std::string &b, const std::string &why) { bad.push_back("ERROR backend " + b + ": " + why); });
         for (const auto &c : contexts)
             impls.push_back(Impl{c.first, false, c.second});
+        for (size_t i = 0, nb = impls.size(); i < nb; i++)
+            impls.push_back(Impl{impls[i].backend, false, impls[i].ctx, true});
         impls.push_back(Impl{"-", true, nullptr});
     }
 
@@ -395,6 +403,8 @@ struct Bench : BenchBase {
             }
             return GS_SUCCESS;
         }
+        if (im.exact)
+            flags |= GS_SEGMENTED_EXACT;
         gs_status st = gs_segmented_reduce(im.ctx, d_in, L.n, GS_FLOAT32, GS_OP_SUM, d_off, L.nseg(), im.out, stream, flags);
         if (st != GS_SUCCESS && err)
             *err = strf("gs_segmented_reduce: %s: %s", gs_status_string(st), gs_last_error_message());
@@ -481,6 +491,39 @@ struct Bench : BenchBase {
                     bad_other, other ? other_name : "-", first.c_str());
     }
 
+    /* The exact sums: every segment bit for bit against hostref's exact sum of host[]. */
+    std::string compare_exact(const Layout &L, const std::vector<float> &got, const char *pass) const
+    {
+        const uint64_t S = L.nseg();
+        const unsigned nt = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+        std::vector<uint64_t> bad(nt, 0), first(nt, S);
+        auto work = [&](unsigned t) {
+            for (uint64_t j = S * t / nt; j < S * (t + 1) / nt; j++) {
+                const uint64_t len = (uint64_t)(L.offsets[j + 1] - L.offsets[j]);
+                const uint64_t want = hostref_exact_sum(GS_FLOAT32, host + L.offsets[j], len, GS_FLOAT32);
+                uint32_t g;
+                memcpy(&g, &got[j], 4);
+                if (!hostref_exact_same(GS_FLOAT32, g, want) && bad[t]++ == 0)
+                    first[t] = j;
+            }
+        };
+        std::vector<std::thread> th;
+        for (unsigned t = 1; t < nt; t++)
+            th.emplace_back(work, t);
+        work(0);
+        for (auto &x : th)
+            x.join();
+        uint64_t nbad = 0, j = S;
+        for (unsigned t = 0; t < nt; t++) {
+            nbad += bad[t];
+            j = std::min(j, first[t]);
+        }
+        if (!nbad)
+            return "ok";
+        return strf("MISMATCH (%s) %" PRIu64 " segments off the exact sum; first: segment %" PRIu64 " got %.9g", pass,
+                    nbad, j, got[j]);
+    }
+
     void run_layout(const Layout &L, int li, int ln)
     {
         printf("\n[%d/%d %6.1fs] layout %s: n %" PRIu64 " (%s), %" PRIu64 " segments; %s\n", li, ln, elapsed_s(),
@@ -551,7 +594,9 @@ struct Bench : BenchBase {
                 out[ci_cub].check = compare(L, res[ci_cub], refs, nullptr, "", exact, pname);
             for (size_t i = 0; i < ci_cub; i++)
                 if (out[i].active)
-                    out[i].check = compare(L, res[i], refs, cub_ok ? &res[ci_cub] : nullptr, "cub", exact, pname);
+                    out[i].check = impls[i].exact ? compare_exact(L, res[i], pname)
+                                                  : compare(L, res[i], refs, cub_ok ? &res[ci_cub] : nullptr, "cub",
+                                                            exact, pname);
             for (size_t i = 0; i < ni; i++) {
                 const std::string &c = out[i].check;
                 if (out[i].reported || c == "ok")
@@ -711,6 +756,7 @@ struct Bench : BenchBase {
             }
         }
         s += strf("targets met: %d of %d\n", met, total);
+        s += exact_summary();
         for (const std::string &m : missed)
             s += "  missed: " + m + "\n";
         /* cuda_sm11_compat against cuda_sm20 (information). */
@@ -732,6 +778,30 @@ struct Bench : BenchBase {
         return s;
     }
 
+    /* The exact sums against the default, same backend and layout (target >= 0.8x). */
+    std::string exact_summary() const
+    {
+        std::string s = strf("\nexact (GS_SEGMENTED_EXACT) against the default SUM, same backend (target >= 0.8x):\n"
+                             "%-9s %-17s %10s %10s %9s\n", "layout", "backend", "default_us", "exact_us", "ratio");
+        for (int id : o.layouts)
+            for (const std::string &b : o.backends) {
+                const Result *d = nullptr, *x = nullptr;
+                for (const Result &r : results) {
+                    if (r.layout != id || r.backend != b)
+                        continue;
+                    if (r.impl == "gridsync")
+                        d = &r;
+                    else if (r.impl == "gridsync-exact")
+                        x = &r;
+                }
+                if (!d || !x || !std::isfinite(d->med) || !std::isfinite(x->med))
+                    continue;
+                s += strf("%-9s %-17s %10.2f %10.2f %8.3fx%s\n", layout_name[id], b.c_str(), d->med, x->med,
+                          d->med / x->med, d->med / x->med >= 0.8 ? "" : "  NOT MET");
+            }
+        return s;
+    }
+
     void write_summary() const
     {
         std::string t = table(), s = summary();
@@ -746,6 +816,8 @@ struct Bench : BenchBase {
     b.gpu = "synthetic (no GPU)";
     for (const std::string &be : b.o.backends)
         b.impls.push_back(Impl{be, false, nullptr});
+    for (const std::string &be : b.o.backends)
+        b.impls.push_back(Impl{be, false, nullptr, true});
     b.impls.push_back(Impl{"-", true, nullptr});
     for (int id : b.o.layouts) {
         Layout L = make_layout(id, b.o.quick, b.o.alpha, b.o.layout_seed);

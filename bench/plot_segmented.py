@@ -4,7 +4,8 @@
     python3 bench/plot_segmented.py segmented.csv [OUT.png]
 
 Writes OUT.png (default: segmented.png beside the CSV): left, throughput (GB/s of input +
-offsets + output bytes) per layout, grouped bars gridsync-sm20 / gridsync-sm11 / CUB, each
+offsets + output bytes) per layout, grouped bars gridsync-sm20 / gridsync-sm11 (default and
+exact sums) / CUB, each
 gridsync bar labelled with its throughput relative to CUB and its target (bench/README.md); right,
 time per call (log scale) with the min..max of the runs as error bars. An implementation
 that failed its check or was not measured has no bar (and is named under the axis).
@@ -24,7 +25,8 @@ def label_of(row):
     if row.get("impl") == "cub":
         return "CUB"
     b = row.get("backend", "")
-    return {"cuda_sm20": "gridsync-sm20", "cuda_sm11_compat": "gridsync-sm11"}.get(b, "gridsync-" + b)
+    name = {"cuda_sm20": "gridsync-sm20", "cuda_sm11_compat": "gridsync-sm11"}.get(b, "gridsync-" + b)
+    return name + "-exact" if row.get("impl") == "gridsync-exact" else name
 
 
 def main():
@@ -53,7 +55,7 @@ def main():
             labels.append(lab)
         data[(lay, lab)] = r
     layouts.sort(key=lambda s: (LAYOUT_ORDER.index(s) if s in LAYOUT_ORDER else len(LAYOUT_ORDER), s))
-    order = ["gridsync-sm20", "gridsync-sm11", "CUB"]
+    order = ["gridsync-sm20", "gridsync-sm11", "gridsync-sm20-exact", "gridsync-sm11-exact", "CUB"]
     labels.sort(key=lambda s: (order.index(s) if s in order else 1.5, s))
     colors = {"gridsync-sm20": "tab:blue", "gridsync-sm11": "tab:orange", "CUB": "dimgray"}
     extra = ["tab:green", "tab:purple", "tab:brown"]
