@@ -15,12 +15,18 @@
  * The block's long accumulator is gs_exact_acc's fixed point (limbs of 32-bit digits from
  * 2^-1088) in shared memory, added to with 64-bit integer atomics: integer addition is
  * associative, so the order in which threads flush does not matter, and the result is the
- * same bits on any grid. The block's threads then merge their expansions in a shared-memory
- * tree (each merge exact, its residuals flushed), the tree's last expansion is flushed, the
- * block's limbs are added (int64 atomics) to the launch's accumulator in the workspace, and
- * the last block (docs/design.md's guard) returns the workspace to zero and, with all its
- * threads (exact_finish), normalises the total and rounds it once (internal/exact_format.h,
- * the code gs_exact_round runs) or writes it out.
+ * same bits on any grid.
+ *
+ * The block's end has a fast path (exact_grid.cuh): when nothing was flushed, the threads'
+ * expansions are added up with checked additions (OpCheckedSum, exact_ops.cuh), in one
+ * double, else in two; if that sum is exact, it is the block's partial, and the last block
+ * combines the partials the same way and rounds once. Otherwise the block's threads merge
+ * their expansions in a shared-memory tree (each merge exact, its residuals flushed), the
+ * tree's last expansion is flushed, the block's limbs are added (int64 atomics) to the
+ * launch's accumulator in the workspace, and the last block (docs/design.md's guard)
+ * returns the workspace to zero and, with all its threads (exact_finish), normalises the
+ * total and rounds it once (internal/exact_format.h, the code gs_exact_round runs) or
+ * writes it out (the accumulator form always goes this way).
  *
  * Guards, per 16-byte vector and from the raw bits (integer ops only): a vector holding a
  * NaN or an infinity, or an element so large that K TwoSums could overflow (float64: |x| >=
@@ -42,19 +48,17 @@
 #pragma once
 
 #include "exact_acc.cuh"
+#include "exact_grid.cuh"
 #include "reduce.cuh"
 
-/* Tuning knobs, for benchmarks of variants only (NVCC_APPEND_FLAGS=-D...): the float32
- * expansion's length, and whether doubles use Fast2Sum after ordering (1) or TwoSum (0).
- * Every variant is exact; only the speed differs. float32 has K = 1 since the plain-
+/* A tuning knob, for benchmarks of variants only (NVCC_APPEND_FLAGS=-D...): the float32
+ * expansion's length (exact_ops.cuh has the other, GS_EXACT_FAST2SUM). Every variant is
+ * exact; only the speed differs. float32 has K = 1 since the plain-
  * addition fast path (exact_try_plain): with K = 2 its kernel spilled 40 bytes under the
  * 3-block register bound and ran at 0.89 of the default at 2^26 on an H100, with K = 1 at
  * 0.96 (bench/HISTORY.md). */
 #ifndef GS_EXACT_F32_K
 #  define GS_EXACT_F32_K 1
-#endif
-#ifndef GS_EXACT_FAST2SUM
-#  define GS_EXACT_FAST2SUM 1
 #endif
 
 namespace gs {
@@ -93,42 +97,6 @@ GS_EXACT_IN(__nv_bfloat16, float, 2, 0x7f807f80u, 0x10801080u, 0x80008000u, 0x80
 template <typename T> __device__ __forceinline__ typename ExactIn<T>::F exact_widen(T x) { return widen(x); }
 template <> __device__ __forceinline__ double exact_widen<float>(float x) { return (double)x; }
 template <> __device__ __forceinline__ double exact_widen<double>(double x) { return x; }
-
-/* s + e == a + b exactly when s does not overflow; the _rn intrinsics are never
- * contracted into FMAs or reordered. Doubles: Fast2Sum (Dekker), exact when the first
- * operand's exponent is at least the second's, after ordering the two by their exponent
- * fields with integer operations: 3 float64 additions instead of TwoSum's 6, which matters
- * on the float64 pipe (a quarter of the float32 one on an H100). Floats: TwoSum (Knuth),
- * no ordering needed. */
-__device__ __forceinline__ void two_sum(double a, double b, double &s, double &e)
-{
-#if GS_EXACT_FAST2SUM
-    const bool a_first = (__double2hiint(a) & 0x7ff00000) >= (__double2hiint(b) & 0x7ff00000);
-    const double hi = a_first ? a : b, lo = a_first ? b : a;
-    s = __dadd_rn(hi, lo);
-    e = __dsub_rn(lo, __dsub_rn(s, hi));
-#else
-    s = __dadd_rn(a, b);
-    const double bb = __dsub_rn(s, a);
-    e = __dadd_rn(__dsub_rn(a, __dsub_rn(s, bb)), __dsub_rn(b, bb));
-#endif
-}
-__device__ __forceinline__ void two_sum(float a, float b, float &s, float &e)
-{
-    s = __fadd_rn(a, b);
-    const float bb = __fsub_rn(s, a);
-    e = __fadd_rn(__fsub_rn(a, __fsub_rn(s, bb)), __fsub_rn(b, bb));
-}
-
-/* x into the expansion a: K TwoSums, the residual flushed. */
-template <typename F, int K> __device__ __forceinline__ void exact_add(F (&a)[K], F x, ExactShared &acc)
-{
-#pragma unroll
-    for (int k = 0; k < K; k++)
-        two_sum(a[k], x, a[k], x);
-    if (x != F(0))
-        exact_flush(acc, (double)x);
-}
 
 __device__ __forceinline__ double add_rn(double a, double b) { return __dadd_rn(a, b); }
 __device__ __forceinline__ float add_rn(float a, float b) { return __fadd_rn(a, b); }
@@ -218,12 +186,54 @@ template <typename T> __device__ __forceinline__ void exact_slow(T x, ExactShare
     const double v = (double)exact_widen<T>(x);
     const unsigned long long b = (unsigned long long)__double_as_longlong(v);
     sign_clear |= !(b >> 63);
-    if (v != v)
+    if (v != v) {
+        acc.dirty = 1;
         atomicAdd(&acc.nan, 1ull);
-    else if (v - v != 0.0) /* an infinity */
+    } else if (v - v != 0.0) { /* an infinity */
+        acc.dirty = 1;
         atomicAdd(b >> 63 ? &acc.neg_inf : &acc.pos_inf, 1ull);
-    else
+    } else {
         exact_flush(acc, v);
+    }
+}
+
+/* One element outside the vectors (the head and tail): into the expansion when the guard
+ * lets it (exact_vec's test on its bits), else on the slow path. */
+template <typename T, typename F, int K>
+__device__ __forceinline__ void exact_scalar(T x, F (&a)[K], ExactShared &acc, bool &sign_clear)
+{
+    typedef ExactIn<T> In;
+    unsigned long long b = 0;
+    memcpy(&b, &x, sizeof x);
+    const uint32_t w = In::kHiWords ? (uint32_t)(b >> 32) : (uint32_t)b;
+    if ((((w & In::kM) + In::kB) & In::kS) != 0) {
+        exact_slow<T>(x, acc, sign_clear);
+        return;
+    }
+    sign_clear |= !((b >> (8 * sizeof x - 1)) & 1);
+    exact_add<F, K>(a, (F)exact_widen<T>(x), acc);
+}
+
+/* The thread's expansions and spill terms as one accumulator of Chk (OpCheckedSum or
+ * OpCheckedSumDd; lost if that cannot be exact). The leading terms keep their zero signs;
+ * the others are error terms, whose zeros are skipped. */
+template <typename Chk, typename T, typename F, int K, int kU>
+__device__ __forceinline__ typename Chk::Acc exact_checked_of(const F (&a)[kU][K], const F *spill, int stride)
+{
+    typename Chk::Acc v = Chk::identity();
+#pragma unroll
+    for (int u = 0; u < kU; u++) {
+        v = Chk::combine(v, Chk::term((double)a[u][0]));
+#pragma unroll
+        for (int k = 1; k < K; k++)
+            if (a[u][k] != F(0))
+                v = Chk::combine(v, Chk::term((double)a[u][k]));
+    }
+    if (ExactIn<T>::kSpill)
+        for (int k = 0; k < 2; k++)
+            if (spill[k * stride] != F(0))
+                v = Chk::combine(v, Chk::term((double)spill[k * stride]));
+    return v;
 }
 
 /* Element k of a vector's words, by register moves: a memcpy of the vector into an array
@@ -282,6 +292,44 @@ __device__ __forceinline__ void exact_vec(const uint4 &raw, F (&a)[K], ExactShar
         exact_add_vec<In::kSpill, F, K, kPer>(a, x, acc, sp);
 }
 
+template <typename Policy, typename T, typename F, int K, int kU>
+__device__ __forceinline__ void exact_block_merge(ExactShared &acc, F (&a)[kU][K], F (&spill)[2][Policy::kBlock],
+                                                  F (&tree)[K][Policy::kBlock])
+{
+    const unsigned int t = threadIdx.x;
+    if (ExactIn<T>::kSpill) {
+        if (spill[0][t] != F(0))
+            exact_flush(acc, (double)spill[0][t]);
+        if (spill[1][t] != F(0))
+            exact_flush(acc, (double)spill[1][t]);
+    }
+#pragma unroll
+    for (int u = 1; u < kU; u++)
+#pragma unroll
+        for (int k = 0; k < K; k++)
+            exact_add<F, K>(a[0], a[u][k], acc);
+#pragma unroll
+    for (int k = 0; k < K; k++)
+        tree[k][t] = a[0][k];
+#pragma unroll 1
+    for (unsigned int half = Policy::kBlock / 2; half > 0; half /= 2) {
+        __syncthreads();
+        if (t < half) {
+#pragma unroll
+            for (int k = 0; k < K; k++)
+                exact_add<F, K>(a[0], tree[k][t + half], acc);
+#pragma unroll
+            for (int k = 0; k < K; k++)
+                tree[k][t] = a[0][k];
+        }
+    }
+    if (t == 0)
+#pragma unroll
+        for (int k = 0; k < K; k++)
+            exact_flush(acc, (double)a[0][k]);
+    __syncthreads();
+}
+
 template <typename Policy, typename T>
 __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t n, void *__restrict__ out,
                                              unsigned char *workspace, int out_dtype, uint32_t mode)
@@ -296,13 +344,7 @@ __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t 
     if (ExactIn<T>::kSpill)
         spill[0][t] = spill[1][t] = F(0);
     const ExactSpill<F> sp = {&spill[0][t], Policy::kBlock};
-    for (unsigned int i = t; i < GS_EXACT_LIMBS; i += Policy::kBlock)
-        acc.limb[i] = 0;
-    if (t == 0) {
-        acc.nan = acc.pos_inf = acc.neg_inf = 0;
-        acc.sign_clear = 0;
-    }
-    __syncthreads();
+    exact_zero(acc);
 
     /* The grid-stride loop of accumulate_parts (reduce.cuh): head, vectors, tail. */
     const uint64_t gt = (uint64_t)blockIdx.x * Policy::kBlock + t, nt = (uint64_t)gridDim.x * Policy::kBlock;
@@ -317,12 +359,12 @@ __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t 
     for (int u = 0; u < kU; u++)
 #pragma unroll
         for (int k = 0; k < K; k++)
-            a[u][k] = F(0);
+            a[u][k] = k ? F(0) : F(-0.0); /* -0: the zero sign of OpCheckedSum */
     uint32_t sign_and = ~0u;
     bool sign_clear = false;
 #pragma unroll 1
     for (uint64_t h = gt; h < head; h += nt)
-        exact_slow<T>(in[h], acc, sign_clear);
+        exact_scalar<T, F, K>(in[h], a[0], acc, sign_clear);
     /* kU vectors per trip, and the next trip's loads issued before this trip's additions,
      * so the loads never wait for the arithmetic. */
     uint64_t i = gt;
@@ -355,111 +397,43 @@ __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t 
         exact_vec<T, F, K>(Policy::load16(vin + i), a[0], acc, sp, sign_and, sign_clear);
 #pragma unroll 1
     for (uint64_t r = tail_begin + gt; r < n; r += nt)
-        exact_slow<T>(in[r], acc, sign_clear);
+        exact_scalar<T, F, K>(in[r], a[0], acc, sign_clear);
     sign_clear |= (sign_and & ExactIn<T>::kSign) != ExactIn<T>::kSign;
     if (sign_clear)
         acc.sign_clear = 1; /* the same value from any thread: no atomic needed */
+    __syncthreads();        /* acc.dirty */
 
-    /* The thread's spill terms into the long accumulator (zero for ordinary data); its
-     * expansions into a[0], then the block's in a tree through shared memory; every merge
-     * exact, its residuals flushed. */
-    if (ExactIn<T>::kSpill) {
-        if (spill[0][t] != F(0))
-            exact_flush(acc, (double)spill[0][t]);
-        if (spill[1][t] != F(0))
-            exact_flush(acc, (double)spill[1][t]);
-    }
-#pragma unroll
-    for (int u = 1; u < kU; u++)
-#pragma unroll
-        for (int k = 0; k < K; k++)
-            exact_add<F, K>(a[0], a[u][k], acc);
-#pragma unroll
-    for (int k = 0; k < K; k++)
-        tree[k][t] = a[0][k];
-#pragma unroll 1
-    for (unsigned int half = Policy::kBlock / 2; half > 0; half /= 2) {
-        __syncthreads();
-        if (t < half) {
-#pragma unroll
-            for (int k = 0; k < K; k++)
-                exact_add<F, K>(a[0], tree[k][t + half], acc);
-#pragma unroll
-            for (int k = 0; k < K; k++)
-                tree[k][t] = a[0][k];
+    /* The fast path (exact_grid.cuh): nothing went into the limbs, and the threads'
+     * expansions add up exactly in doubles: the block's sum is v. */
+    __shared__ ExactScratch<Policy> scratch;
+    __shared__ int lost;
+    ExactDd v = {-0.0, 0.0};
+    bool fast = !mode && !acc.dirty, found = false;
+    if constexpr (sizeof(T) < 8) { /* one double first: cheaper, and enough for most data */
+        if (fast) {
+            typedef OpCheckedSum<T> Chk;
+            const double d = Policy::template block_reduce<Chk>(
+                exact_checked_of<Chk, T, F, K, kU>(a, &spill[0][t], Policy::kBlock), scratch.d);
+            if (t == 0)
+                lost = Chk::lost(d);
+            __syncthreads();
+            found = !lost;
+            v.hi = d;
         }
     }
-    if (t == 0)
-#pragma unroll
-        for (int k = 0; k < K; k++)
-            exact_flush(acc, (double)a[0][k]);
-    __syncthreads();
-
-    if (gridDim.x > 1) {
-        /* Into the launch's accumulator (L2 atomics): each limb (< 2^61) as its low digit
-         * and its carry (< 2^29) into the next limb, so the total stays below 2^34 per block
-         * without a serial normalisation here. Then docs/design.md's guard: every thread's
-         * atomics are ordered before thread 0's ticket by the fence and the barrier. */
-        gs_exact_acc *copies = (gs_exact_acc *)(workspace + GS_EXACT_ACC_OFFSET);
-        gs_exact_acc *total = &copies[blockIdx.x % GS_EXACT_COPIES];
-        unsigned long long *tl = (unsigned long long *)total->limb;
-        if (t < GS_EXACT_LIMBS) {
-            const long long v = (long long)acc.limb[t];
-            const long long low = t < GS_EXACT_LIMBS - 1 ? v & GS_EXACT_DIGIT_MASK : v;
-            const long long high = t < GS_EXACT_LIMBS - 1 ? v >> 32 : 0;
-            if (low)
-                atomicAdd(&tl[t], (unsigned long long)low);
-            if (high)
-                atomicAdd(&tl[t + 1], (unsigned long long)high);
-        }
-        if (t == GS_EXACT_LIMBS && acc.nan)
-            atomicAdd((unsigned long long *)&total->nan, acc.nan);
-        if (t == GS_EXACT_LIMBS + 1 && acc.pos_inf)
-            atomicAdd((unsigned long long *)&total->pos_inf, acc.pos_inf);
-        if (t == GS_EXACT_LIMBS + 2 && acc.neg_inf)
-            atomicAdd((unsigned long long *)&total->neg_inf, acc.neg_inf);
-        if (t == GS_EXACT_LIMBS + 3 && acc.sign_clear)
-            atomicAdd((unsigned long long *)&total->sign_clear, 1ull);
-        __threadfence();
-        __syncthreads();
-        unsigned int *counter = (unsigned int *)workspace;
-        if (!Policy::last_arrival(counter, gridDim.x))
-            return;
-        /* The last block: sum the copies (volatile loads: from L2, past any stale L1 line)
-         * into shared memory, and return the workspace to zero for the next launch. Thread
-         * t < GS_EXACT_ACC_WORDS owns word t of every copy. */
-        const unsigned int nc = gridDim.x < GS_EXACT_COPIES ? gridDim.x : GS_EXACT_COPIES;
-        if (t < GS_EXACT_ACC_WORDS) {
-            /* every load issued before the first is used: one round trip to L2, not one
-             * per copy */
-            long long part[GS_EXACT_COPIES];
-#pragma unroll
-            for (unsigned int c = 0; c < GS_EXACT_COPIES; c++)
-                part[c] = c < nc ? gs_load_volatile((int64_t *)&copies[c] + t) : 0;
-            long long w = 0;
-#pragma unroll
-            for (unsigned int c = 0; c < GS_EXACT_COPIES; c++) {
-                w += part[c];
-                if (c < nc)
-                    ((int64_t *)&copies[c])[t] = 0;
-            }
-            if (t < GS_EXACT_LIMBS)
-                acc.limb[t] = (unsigned long long)w;
-            else if (t == GS_EXACT_LIMBS + 1)
-                acc.nan = (unsigned long long)w;
-            else if (t == GS_EXACT_LIMBS + 2)
-                acc.pos_inf = (unsigned long long)w;
-            else if (t == GS_EXACT_LIMBS + 3)
-                acc.neg_inf = (unsigned long long)w;
-            else if (t == GS_EXACT_LIMBS + 4)
-                acc.sign_clear = w != 0;
-        }
+    if (fast && !found) { /* then two */
+        typedef OpCheckedSumDd<T> Chk;
+        v = Policy::template block_reduce<Chk>(exact_checked_of<Chk, T, F, K, kU>(a, &spill[0][t], Policy::kBlock),
+                                               scratch.dd);
         if (t == 0)
-            gs_reset_counter(counter);
+            lost = Chk::lost(v);
         __syncthreads();
+        found = !lost;
     }
-    /* the block's (or the launch's) accumulator, to the result */
-    exact_finish(acc, n, out, out_dtype, mode);
+    fast = fast && found;
+    if (!fast)
+        exact_block_merge<Policy, T, F, K, kU>(acc, a, spill, tree);
+    exact_grid_finish<Policy, T>(acc, fast, v, n, out, workspace, out_dtype, mode, scratch);
 }
 
 } // namespace gs

@@ -19,6 +19,7 @@ struct ExactShared {
     unsigned long long limb[GS_EXACT_LIMBS];
     unsigned long long nan, pos_inf, neg_inf;
     unsigned int sign_clear;
+    int dirty; /* something went into the limbs or the counts (exact.cuh's fast path is off) */
     /* exact_finish's scratch */
     long long carry[GS_EXACT_LIMBS];
     uint32_t mag[GS_EXACT_LIMBS];
@@ -44,12 +45,26 @@ __device__ __noinline__ void exact_flush(ExactShared &acc, double v)
     const unsigned long long lo = m << s, hi = s ? m >> (64 - s) : 0ull;
     const unsigned long long d[3] = {lo & 0xffffffffull, lo >> 32, hi};
     const bool neg = b >> 63;
+    acc.dirty = 1;
 #pragma unroll
     for (int k = 0; k < 3; k++)
         if (d[k])
             atomicAdd(&acc.limb[w + k], neg ? 0ull - d[k] : d[k]);
 }
 
+
+/* The block's long accumulator to zero; every thread, a barrier after. */
+__device__ __forceinline__ void exact_zero(ExactShared &acc)
+{
+    for (unsigned int i = threadIdx.x; i < GS_EXACT_LIMBS; i += blockDim.x)
+        acc.limb[i] = 0;
+    if (threadIdx.x == 0) {
+        acc.nan = acc.pos_inf = acc.neg_inf = 0;
+        acc.sign_clear = 0;
+        acc.dirty = 0;
+    }
+    __syncthreads();
+}
 
 /* The launch's accumulator in the workspace: GS_EXACT_COPIES gs_exact_acc's (block b adds
  * to copy b % GS_EXACT_COPIES, the last block sums them), inside the segmented reduction's

@@ -127,7 +127,7 @@ template <typename T> struct GsExactMinBlocks {
 
 GS_EXACT_KERNELS(GS_DEFINE_EXACT_KERNEL)
 
-/* The exact segmented sums' kernels: the segmented reduction with OpSegExact
+/* The exact segmented sums' kernels: the segmented reduction with OpCheckedSum
  * (seg_exact.cuh), the segmented kernels' arguments. */
 #define GS_DEFINE_SEGEXACT_KERNEL(dt)                                                                  \
     extern "C" __global__ void __launch_bounds__(GS_POLICY::kBlock, GsSegMinBlocks::value)             \
@@ -136,7 +136,7 @@ GS_EXACT_KERNELS(GS_DEFINE_EXACT_KERNEL)
                          GS_TYPE_##dt *__restrict__ out, unsigned char *workspace, uint64_t chunk,     \
                          uint32_t nchunks)                                                             \
     {                                                                                                  \
-        typedef gs::OpSegExact<GS_TYPE_##dt> Op;                                                       \
+        typedef gs::OpCheckedSum<GS_TYPE_##dt> Op;                                                       \
         static_assert(gs::SegSlot<typename Op::Acc>::kBytes ==                                         \
                           GS_SEG_SLOT_BYTES(sizeof(GS_TYPE_##dt) == 8),                                \
                       "slot size rule differs from the host's");                                       \

@@ -3,7 +3,7 @@
  * SUM correctly rounded, in the one launch of the segmented reduction (segmented.cuh),
  * written once for both backends.
  *
- * The segmented reduction runs unchanged with OpSegExact as its op: float16, bfloat16 and
+ * The segmented reduction runs unchanged with OpCheckedSum as its op: float16, bfloat16 and
  * float32 elements are summed in one double, float64 elements in two (hi + lo), and every
  * addition is checked to be exact (Dekker's test, as exact_try_plain in exact.cuh). An
  * addition that is not, a NaN or an infinity (inf - inf is no number, and x + inf fails
@@ -34,96 +34,11 @@
 
 namespace gs {
 
-/* float64's accumulator: the exact sum hi + lo. */
-struct ExactDd {
-    double hi, lo;
-};
-
-/* a + b, and ok cleared unless it was exact (NaN operands included) */
-__device__ __forceinline__ double seg_exact_add(double a, double b, bool &ok)
-{
-    const double t = __dadd_rn(a, b);
-    ok &= (__dsub_rn(t, a) == b) & (__dsub_rn(t, b) == a);
-    return t;
-}
-
-template <typename T> __device__ __forceinline__ T seg_exact_round(double v);
-template <> __device__ __forceinline__ float seg_exact_round<float>(double v) { return __double2float_rn(v); }
-template <> __device__ __forceinline__ __half seg_exact_round<__half>(double v) { return __double2half(v); }
-template <> __device__ __forceinline__ __nv_bfloat16 seg_exact_round<__nv_bfloat16>(double v)
-{
-    return __double2bfloat16(v);
-}
-
-/* float16, bfloat16, float32: one double. */
-template <typename T> struct OpSegExact {
-    typedef T In;
-    typedef T OutT;
-    typedef double Acc;
-    static __device__ __forceinline__ Acc identity() { return -0.0; }
-    static __device__ __forceinline__ Acc lift(T x, int64_t) { return (double)widen(x); }
-    static __device__ __forceinline__ Acc combine(Acc a, Acc b)
-    {
-        bool ok = true;
-        const double t = seg_exact_add(a, b, ok);
-        return ok ? t : __longlong_as_double(0x7ff8000000000000ll);
-    }
-    static __device__ __forceinline__ bool lost(Acc a) { return a != a; }
-    /* the sum's value rounded to double (exact here), for its sign */
-    static __device__ __forceinline__ double value(Acc a) { return a; }
-    static __device__ __forceinline__ void flush(ExactShared &acc, Acc a)
-    {
-        if (a != 0.0)
-            exact_flush(acc, a);
-    }
-    static __device__ __forceinline__ T result(Acc a) { return seg_exact_round<T>(a); }
-};
-
-template <> struct OpSegExact<double> {
-    typedef double In;
-    typedef double OutT;
-    typedef ExactDd Acc;
-    static __device__ __forceinline__ Acc identity() { return Acc{-0.0, 0.0}; }
-    static __device__ __forceinline__ Acc lift(double x, int64_t) { return Acc{x, 0.0}; }
-    static __device__ __forceinline__ Acc combine(Acc a, Acc b)
-    {
-        double s, e;
-        two_sum(a.hi, b.hi, s, e); /* exact unless s overflows */
-        bool ok = __dsub_rn(s, s) == 0.0;
-        double l = seg_exact_add(a.lo, b.lo, ok);
-        l = seg_exact_add(l, e, ok);
-        const double nan = __longlong_as_double(0x7ff8000000000000ll);
-        return ok ? Acc{s, l} : Acc{nan, nan};
-    }
-    static __device__ __forceinline__ bool lost(Acc a) { return a.hi != a.hi; }
-    static __device__ __forceinline__ double value(Acc a) { return a.hi == 0.0 && a.lo == 0.0 ? a.hi : __dadd_rn(a.hi, a.lo); }
-    static __device__ __forceinline__ void flush(ExactShared &acc, Acc a)
-    {
-        if (a.hi != 0.0)
-            exact_flush(acc, a.hi);
-        if (a.lo != 0.0)
-            exact_flush(acc, a.lo);
-    }
-    static __device__ __forceinline__ double result(Acc a) { return value(a); }
-};
-
 template <typename T> struct SegExactOut;
 template <> struct SegExactOut<__half> { static const int value = GS_FLOAT16; };
 template <> struct SegExactOut<__nv_bfloat16> { static const int value = GS_BFLOAT16; };
 template <> struct SegExactOut<float> { static const int value = GS_FLOAT32; };
 template <> struct SegExactOut<double> { static const int value = GS_FLOAT64; };
-
-/* The block's long accumulator to zero; every thread, a barrier after. */
-__device__ __forceinline__ void exact_zero(ExactShared &acc)
-{
-    for (unsigned int i = threadIdx.x; i < GS_EXACT_LIMBS; i += blockDim.x)
-        acc.limb[i] = 0;
-    if (threadIdx.x == 0) {
-        acc.nan = acc.pos_inf = acc.neg_inf = 0;
-        acc.sign_clear = 0;
-    }
-    __syncthreads();
-}
 
 /* One pass of carries over the limbs (each then below 2^33 in magnitude), so that 2^27
  * more elements may be flushed; every thread, barriers included. */
@@ -174,7 +89,7 @@ template <typename T> __device__ __forceinline__ void exact_write(ExactShared &a
 /* SegWrite for the exact sums: lost segments of a round are listed and summed again at
  * its end; a lost crossing segment is summed again by the block that combined it. */
 template <typename Policy, typename T> struct SegExactWrite {
-    typedef OpSegExact<T> Op;
+    typedef OpCheckedSum<T> Op;
     typedef typename Op::Acc Acc;
     struct Shared {
         ExactShared acc;

@@ -1,0 +1,244 @@
+/*
+ * The end of an exact sum (exact.cuh): one block's result, or the launch's through the
+ * workspace and the last block (docs/design.md's guard), written once for both backends.
+ *
+ * Two ways, per block. The fast one: nothing went into the block's long accumulator (no
+ * residual, no NaN or infinity, no element on the slow path) and the threads' expansions
+ * add up exactly in doubles (OpCheckedSum, exact_ops.cuh): the block's exact sum is one
+ * double (float64: two), published as the default reduction publishes its partial. The
+ * slow one: the block's long accumulator is added to the launch's in the workspace, and
+ * its partial says so (lost). The last block combines the fast partials, checked; when
+ * every block was fast and that combination is exact, one rounding of it is the result,
+ * and the workspace's accumulator was never touched. Otherwise it sums the launch's
+ * accumulator, adds the fast partials to it, returns the workspace to zero and rounds
+ * (exact_finish). For ordinary data every block is fast, which saves the long
+ * accumulator's atomics and the last block's carries: the microseconds that a sum of up to
+ * 2^20 elements otherwise paid over the default.
+ */
+#pragma once
+
+#include "exact_acc.cuh"
+#include "exact_ops.cuh"
+
+namespace gs {
+
+/* The block reductions' shared memory, for one double or for two (used one after the other). */
+template <typename Policy> union ExactScratch {
+    typename Policy::template Scratch<double> d;
+    typename Policy::template Scratch<ExactDd> dd;
+};
+
+/* The fast path's result: the exact sum v (of n elements) rounded once to out_dtype (for
+ * the narrower types through hi + lo rounded to odd, which makes the second rounding the
+ * correct one); an empty input is +0.0. One thread. */
+template <typename T>
+__device__ __forceinline__ void exact_write_checked(ExactDd v, uint64_t n, void *out, int out_dtype)
+{
+    if (out_dtype == GS_FLOAT64) {
+        *(double *)out = n ? OpCheckedSumDd<T>::value(v) : 0.0;
+        return;
+    }
+    const double x = n ? OpCheckedSumDd<T>::value_odd(v) : 0.0; /* rounded once below */
+    if (out_dtype == GS_FLOAT32)
+        *(float *)out = __double2float_rn(x);
+    else if (out_dtype == GS_FLOAT16)
+        *(__half *)out = __double2half(x);
+    else
+        *(__nv_bfloat16 *)out = __double2bfloat16(x);
+}
+
+/* The block's end, every thread: fast, v (valid in thread 0) the block's exact sum; else
+ * the block's long accumulator holds it (every flush done, after a barrier). Not inlined,
+ * as exact_round_small: inlined, it weighed on the main loop's registers (float32's
+ * kernel spilled 12 bytes). */
+template <typename Policy, typename T>
+__device__ __noinline__ void exact_grid_finish(ExactShared &acc, bool fast, ExactDd v, uint64_t n, void *out,
+                                                  unsigned char *workspace, int out_dtype, uint32_t mode,
+                                                  ExactScratch<Policy> &s)
+{
+    typedef OpCheckedSumDd<T> Chk;
+    typedef typename Chk::Acc C;
+    const unsigned int t = threadIdx.x;
+    if (gridDim.x == 1) {
+        if (!fast)
+            exact_finish(acc, n, out, out_dtype, mode);
+        else if (t == 0)
+            exact_write_checked<T>(v, n, out, out_dtype);
+        return;
+    }
+    C *partials = (C *)(workspace + GS_PARTIALS_OFFSET);
+    gs_exact_acc *copies = (gs_exact_acc *)(workspace + GS_EXACT_ACC_OFFSET);
+    if (t == 0)
+        partials[blockIdx.x] = fast ? v : Chk::lost_acc();
+    if (!fast) {
+        /* Into the launch's accumulator (L2 atomics): each limb (< 2^61) as its low digit
+         * and its carry (< 2^29) into the next limb, so the total stays below 2^34 per block
+         * without a serial normalisation here. */
+        gs_exact_acc *total = &copies[blockIdx.x % GS_EXACT_COPIES];
+        unsigned long long *tl = (unsigned long long *)total->limb;
+        if (t < GS_EXACT_LIMBS) {
+            const long long w = (long long)acc.limb[t];
+            const long long low = t < GS_EXACT_LIMBS - 1 ? w & GS_EXACT_DIGIT_MASK : w;
+            const long long high = t < GS_EXACT_LIMBS - 1 ? w >> 32 : 0;
+            if (low)
+                atomicAdd(&tl[t], (unsigned long long)low);
+            if (high)
+                atomicAdd(&tl[t + 1], (unsigned long long)high);
+        }
+        if (t == GS_EXACT_LIMBS && acc.nan)
+            atomicAdd((unsigned long long *)&total->nan, acc.nan);
+        if (t == GS_EXACT_LIMBS + 1 && acc.pos_inf)
+            atomicAdd((unsigned long long *)&total->pos_inf, acc.pos_inf);
+        if (t == GS_EXACT_LIMBS + 2 && acc.neg_inf)
+            atomicAdd((unsigned long long *)&total->neg_inf, acc.neg_inf);
+        if (t == GS_EXACT_LIMBS + 3 && acc.sign_clear)
+            atomicAdd((unsigned long long *)&total->sign_clear, 1ull);
+    }
+    /* docs/design.md's guard: every thread's atomics, and thread 0's partial, are ordered
+     * before thread 0's ticket by the fence and the barrier. */
+    __threadfence();
+    __syncthreads();
+    unsigned int *counter = (unsigned int *)workspace;
+    if (!Policy::last_arrival(counter, gridDim.x))
+        return;
+
+    /* The last block: the fast partials combined, checked (volatile loads: from L2, past
+     * any stale L1 line), in one double if they all are one (not for float64), else in
+     * two; slow ones only noted. */
+    __shared__ int slow, all_lost;
+    if (t == 0)
+        slow = 0;
+    __syncthreads();
+    if constexpr (sizeof(T) < 8) {
+        typedef OpCheckedSum<T> Chk1;
+        double w1 = Chk1::identity();
+        bool any_slow = false, wide = false;
+#pragma unroll 1
+        for (unsigned int b = t; b < gridDim.x; b += Policy::kBlock) {
+            const C p = gs_load_volatile(&partials[b]);
+            if (Chk::lost(p))
+                any_slow = true;
+            else if (p.lo != 0.0)
+                wide = true;
+            else
+                w1 = Chk1::combine(w1, p.hi);
+        }
+        if (any_slow)
+            slow = 1;
+        w1 = Policy::template block_reduce<Chk1>(wide ? Chk1::lost_acc() : w1, s.d); /* publishes `slow` */
+        if (t == 0)
+            all_lost = Chk1::lost(w1);
+        __syncthreads();
+        if (!slow && !all_lost) {
+            if (t == 0) {
+                exact_write_checked<T>(ExactDd{w1, 0.0}, n, out, out_dtype);
+                gs_reset_counter(counter);
+            }
+            return;
+        }
+    }
+    /* (also when some block was slow: the fast partials' sum is then flushed once) */
+    C w = Chk::identity();
+    bool any_slow = false;
+#pragma unroll 1
+    for (unsigned int b = t; b < gridDim.x; b += Policy::kBlock) {
+        const C p = gs_load_volatile(&partials[b]);
+        if (Chk::lost(p))
+            any_slow = true;
+        else
+            w = Chk::combine(w, p);
+    }
+    if (any_slow)
+        slow = 1;
+    w = Policy::template block_reduce<Chk>(w, s.dd); /* publishes `slow` */
+    if (t == 0) {
+        all_lost = Chk::lost(w);
+        if (all_lost)
+            slow = 1;
+    }
+    __syncthreads();
+    if (!slow) {
+        if (t == 0) {
+            exact_write_checked<T>(w, n, out, out_dtype);
+            gs_reset_counter(counter);
+        }
+        return;
+    }
+    /* The slow way: sum the copies into shared memory and return the workspace to zero for
+     * the next launch (thread t < GS_EXACT_ACC_WORDS owns word t of every copy), then add
+     * the fast partials. */
+    const unsigned int nc = gridDim.x < GS_EXACT_COPIES ? gridDim.x : GS_EXACT_COPIES;
+    if (t < GS_EXACT_ACC_WORDS) {
+        /* every load issued before the first is used: one round trip to L2, not one per copy */
+        long long part[GS_EXACT_COPIES];
+#pragma unroll
+        for (unsigned int c = 0; c < GS_EXACT_COPIES; c++)
+            part[c] = c < nc ? gs_load_volatile((int64_t *)&copies[c] + t) : 0;
+        long long sum = 0;
+#pragma unroll
+        for (unsigned int c = 0; c < GS_EXACT_COPIES; c++) {
+            sum += part[c];
+            if (c < nc)
+                ((int64_t *)&copies[c])[t] = 0;
+        }
+        if (t < GS_EXACT_LIMBS)
+            acc.limb[t] = (unsigned long long)sum;
+        else if (t == GS_EXACT_LIMBS + 1)
+            acc.nan = (unsigned long long)sum;
+        else if (t == GS_EXACT_LIMBS + 2)
+            acc.pos_inf = (unsigned long long)sum;
+        else if (t == GS_EXACT_LIMBS + 3)
+            acc.neg_inf = (unsigned long long)sum;
+        else if (t == GS_EXACT_LIMBS + 4)
+            acc.sign_clear = sum != 0;
+    }
+    __syncthreads();
+    /* The fast partials, with as few flushes as possible: 64-bit shared atomics on the same
+     * few limbs wait for each other (a flush per thread, or per partial, from 2,000 blocks
+     * cost 25 .. 30 us on an H100). Their sum if it is exact (thread 0), else each thread's
+     * partials into a two-term expansion (TwoSums), merged in a tree as the blocks merge
+     * theirs, the residuals flushed (rare). A value is positive, or +0.0, only if some
+     * element had its sign bit clear (exact_ops.cuh: -0.0 only from -0.0s). */
+    bool sign_clear = false;
+    if (!all_lost) {
+        if (t == 0) {
+            Chk::flush(acc, w);
+            sign_clear = !signbit(Chk::value(w));
+        }
+    } else {
+        __shared__ double tree[2][Policy::kBlock];
+        double e[2] = {0.0, 0.0};
+#pragma unroll 1
+        for (unsigned int b = t; b < gridDim.x; b += Policy::kBlock) {
+            const C p = gs_load_volatile(&partials[b]);
+            if (!Chk::lost(p)) {
+                Chk::add_to(e, p, acc);
+                sign_clear |= !signbit(Chk::value(p));
+            }
+        }
+        tree[0][t] = e[0];
+        tree[1][t] = e[1];
+#pragma unroll 1
+        for (unsigned int half = Policy::kBlock / 2; half > 0; half /= 2) {
+            __syncthreads();
+            if (t < half) {
+                exact_add<double, 2>(e, tree[0][t + half], acc);
+                exact_add<double, 2>(e, tree[1][t + half], acc);
+                tree[0][t] = e[0];
+                tree[1][t] = e[1];
+            }
+        }
+        if (t == 0) {
+            exact_flush(acc, e[0]);
+            exact_flush(acc, e[1]);
+        }
+    }
+    if (sign_clear)
+        acc.sign_clear = 1;
+    if (t == 0)
+        gs_reset_counter(counter);
+    __syncthreads();
+    exact_finish(acc, n, out, out_dtype, mode);
+}
+
+} // namespace gs

@@ -1,0 +1,174 @@
+/*
+ * A float sum kept exact in doubles, or marked lost (exact.cuh's fast path for sums that
+ * one block or one thread can finish, seg_exact.cuh's segments): OpCheckedSum<T> is an op
+ * in reduce.cuh's sense (identity, lift, combine, result) whose accumulator is one double
+ * for float16, bfloat16 and float32 elements and two (hi + lo) for float64. Every addition
+ * is checked to be exact with Dekker's test (exact_checked_add: fl(s - a) == b and
+ * fl(s - b) == a); one that is not, a NaN or an infinity (x + inf fails the test, inf -
+ * inf is no number), or an overflow makes the accumulator NaN, which every later addition
+ * keeps: lost. An accumulator that is not lost holds the exact sum, whatever the order
+ * and grouping, so rounding it once (result, exact_round_double) is the correctly
+ * rounded sum. Accumulators start at -0.0: IEEE addition gives -0 only for -0 + -0, so an
+ * exact zero is -0.0 exactly when every element was -0.0, the exact sums' rule (float64's
+ * hi carries that sign, its lo only error terms). Written once for both backends.
+ */
+#pragma once
+
+#include "exact_acc.cuh"
+#include "reduce.cuh"
+
+namespace gs {
+
+/* Doubles use Fast2Sum after ordering (1) or TwoSum (0): a knob for benchmarks of variants
+ * only (NVCC_APPEND_FLAGS=-D...); both are exact. */
+#ifndef GS_EXACT_FAST2SUM
+#  define GS_EXACT_FAST2SUM 1
+#endif
+
+/* s + e == a + b exactly when s does not overflow; the _rn intrinsics are never
+ * contracted into FMAs or reordered. Doubles: Fast2Sum (Dekker), exact when the first
+ * operand's exponent is at least the second's, after ordering the two by their exponent
+ * fields with integer operations: 3 float64 additions instead of TwoSum's 6, which matters
+ * on the float64 pipe (a quarter of the float32 one on an H100). Floats: TwoSum (Knuth),
+ * no ordering needed. */
+__device__ __forceinline__ void two_sum(double a, double b, double &s, double &e)
+{
+#if GS_EXACT_FAST2SUM
+    const bool a_first = (__double2hiint(a) & 0x7ff00000) >= (__double2hiint(b) & 0x7ff00000);
+    const double hi = a_first ? a : b, lo = a_first ? b : a;
+    s = __dadd_rn(hi, lo);
+    e = __dsub_rn(lo, __dsub_rn(s, hi));
+#else
+    s = __dadd_rn(a, b);
+    const double bb = __dsub_rn(s, a);
+    e = __dadd_rn(__dsub_rn(a, __dsub_rn(s, bb)), __dsub_rn(b, bb));
+#endif
+}
+__device__ __forceinline__ void two_sum(float a, float b, float &s, float &e)
+{
+    s = __fadd_rn(a, b);
+    const float bb = __fsub_rn(s, a);
+    e = __fadd_rn(__fsub_rn(a, __fsub_rn(s, bb)), __fsub_rn(b, bb));
+}
+
+/* float64's accumulator: the exact sum hi + lo. */
+struct ExactDd {
+    double hi, lo;
+};
+
+/* x into the expansion a: K TwoSums, the residual flushed. */
+template <typename F, int K> __device__ __forceinline__ void exact_add(F (&a)[K], F x, ExactShared &acc)
+{
+#pragma unroll
+    for (int k = 0; k < K; k++)
+        two_sum(a[k], x, a[k], x);
+    if (x != F(0))
+        exact_flush(acc, (double)x);
+}
+
+/* a + b, and ok cleared unless it was exact (NaN operands included) */
+__device__ __forceinline__ double exact_checked_add(double a, double b, bool &ok)
+{
+    const double t = __dadd_rn(a, b);
+    ok &= (__dsub_rn(t, a) == b) & (__dsub_rn(t, b) == a);
+    return t;
+}
+
+template <typename T> __device__ __forceinline__ T exact_round_double(double v);
+template <> __device__ __forceinline__ float exact_round_double<float>(double v) { return __double2float_rn(v); }
+template <> __device__ __forceinline__ __half exact_round_double<__half>(double v) { return __double2half(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 exact_round_double<__nv_bfloat16>(double v)
+{
+    return __double2bfloat16(v);
+}
+
+/* float16, bfloat16, float32: one double. */
+template <typename T> struct OpCheckedSum {
+    typedef T In;
+    typedef T OutT;
+    typedef double Acc;
+    static __device__ __forceinline__ Acc identity() { return -0.0; }
+    static __device__ __forceinline__ Acc lift(T x, int64_t) { return (double)widen(x); }
+    static __device__ __forceinline__ Acc term(double x) { return x; }
+    static __device__ __forceinline__ Acc combine(Acc a, Acc b)
+    {
+        bool ok = true;
+        const double t = exact_checked_add(a, b, ok);
+        return ok ? t : lost_acc();
+    }
+    static __device__ __forceinline__ bool lost(Acc a) { return a != a; }
+    static __device__ __forceinline__ Acc lost_acc() { return __longlong_as_double(0x7ff8000000000000ll); }
+    /* the sum's value rounded to double (exact here), for its sign */
+    static __device__ __forceinline__ double value(Acc a) { return a; }
+    static __device__ __forceinline__ void flush(ExactShared &acc, Acc a)
+    {
+        if (a != 0.0)
+            exact_flush(acc, a);
+    }
+    /* a into the two-term expansion e, exactly (exact.cuh's exact_add) */
+    static __device__ __forceinline__ void add_to(double (&e)[2], Acc a, ExactShared &acc)
+    {
+        exact_add<double, 2>(e, a, acc);
+    }
+    static __device__ __forceinline__ T result(Acc a) { return exact_round_double<T>(a); }
+};
+
+/* Two doubles, hi + lo, for any input type: float64's segments, and every exact_kernel
+ * block's fast path (exact_grid.cuh), where a double's 53 bits held too few float32 block
+ * sums on an H100 bench (blocks of uniform data in [-1, 1) went the slow way from 2^22
+ * elements up). */
+template <typename T> struct OpCheckedSumDd {
+    typedef T In;
+    typedef T OutT;
+    typedef ExactDd Acc;
+    static __device__ __forceinline__ Acc identity() { return Acc{-0.0, 0.0}; }
+    static __device__ __forceinline__ Acc lift(T x, int64_t) { return Acc{(double)widen(x), 0.0}; }
+    static __device__ __forceinline__ Acc term(double x) { return Acc{x, 0.0}; }
+    static __device__ __forceinline__ Acc combine(Acc a, Acc b)
+    {
+        double s, e;
+        two_sum(a.hi, b.hi, s, e); /* exact unless s overflows */
+        bool ok = __dsub_rn(s, s) == 0.0;
+        double l = exact_checked_add(a.lo, b.lo, ok);
+        l = exact_checked_add(l, e, ok);
+        return ok ? Acc{s, l} : lost_acc();
+    }
+    static __device__ __forceinline__ bool lost(Acc a) { return a.hi != a.hi; }
+    static __device__ __forceinline__ Acc lost_acc()
+    {
+        const double nan = __longlong_as_double(0x7ff8000000000000ll);
+        return Acc{nan, nan};
+    }
+    /* hi + lo rounded to double (its sign is the exact sum's; a zero keeps hi's sign) */
+    static __device__ __forceinline__ double value(Acc a) { return a.hi == 0.0 && a.lo == 0.0 ? a.hi : __dadd_rn(a.hi, a.lo); }
+    /* hi + lo rounded to odd (a double whose last bit is set unless it is exact): rounding
+     * that once more to a type of at most 25 bits is the correct rounding of hi + lo */
+    static __device__ __forceinline__ double value_odd(Acc a)
+    {
+        if (a.lo == 0.0)
+            return a.hi;
+        double s, e;
+        two_sum(a.hi, a.lo, s, e);
+        const long long b = __double_as_longlong(s);
+        if (e != 0.0 && !(b & 1))
+            return __longlong_as_double((e > 0.0) == (s > 0.0) ? b + 1 : b - 1);
+        return s;
+    }
+    static __device__ __forceinline__ void flush(ExactShared &acc, Acc a)
+    {
+        if (a.hi != 0.0)
+            exact_flush(acc, a.hi);
+        if (a.lo != 0.0)
+            exact_flush(acc, a.lo);
+    }
+    static __device__ __forceinline__ void add_to(double (&e)[2], Acc a, ExactShared &acc)
+    {
+        exact_add<double, 2>(e, a.hi, acc);
+        exact_add<double, 2>(e, a.lo, acc);
+    }
+};
+template <> struct OpCheckedSum<double> : OpCheckedSumDd<double> {
+    static __device__ __forceinline__ double result(Acc a) { return value(a); }
+};
+
+} // namespace gs
