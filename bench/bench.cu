@@ -503,12 +503,7 @@ struct Bench : BenchBase {
             const uint64_t lo = n * k / nt, hi = n * (k + 1) / nt;
             hostref_reduce(&part[k], t, g, hostref_default_out(t, g), host + lo * dt_size[dt], hi - lo);
         };
-        std::vector<std::thread> th;
-        for (unsigned k = 1; k < nt; k++)
-            th.emplace_back(work, k);
-        work(0);
-        for (auto &x : th)
-            x.join();
+        on_threads(nt, work);
         for (unsigned k = 1; k < nt; k++)
             hostref_merge(&part[0], &part[k]);
         return part[0];

@@ -133,6 +133,17 @@ static inline std::string bytes_name(double b)
 }
 
 /* Calls f on each non-empty item of a comma list. */
+/* work(0), ..., work(nt - 1), each on a thread of its own (work(0) on this one). */
+template <typename F> static void on_threads(unsigned nt, F work)
+{
+    std::vector<std::thread> th;
+    for (unsigned k = 1; k < nt; k++)
+        th.emplace_back(work, k);
+    work(0);
+    for (auto &x : th)
+        x.join();
+}
+
 template <typename F> static void split_list(const std::string &s, F f)
 {
     size_t a = 0;

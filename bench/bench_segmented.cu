@@ -443,12 +443,7 @@ struct Bench : BenchBase {
                 hostref_reduce(&refs[j], GS_FLOAT32, GS_OP_SUM, GS_FLOAT32, host + L.offsets[j],
                                (uint64_t)(L.offsets[j + 1] - L.offsets[j]));
         };
-        std::vector<std::thread> th;
-        for (unsigned t = 1; t < nt; t++)
-            th.emplace_back(work, t);
-        work(0);
-        for (auto &x : th)
-            x.join();
+        on_threads(nt, work);
     }
 
     /* The tolerance of segment r: exact on integer data of random signs, whose partial sums
@@ -507,12 +502,7 @@ struct Bench : BenchBase {
                     first[t] = j;
             }
         };
-        std::vector<std::thread> th;
-        for (unsigned t = 1; t < nt; t++)
-            th.emplace_back(work, t);
-        work(0);
-        for (auto &x : th)
-            x.join();
+        on_threads(nt, work);
         uint64_t nbad = 0, j = S;
         for (unsigned t = 0; t < nt; t++) {
             nbad += bad[t];
