@@ -4,8 +4,9 @@
  *
  * Two ways, per block. The fast one: nothing went into the block's long accumulator (no
  * residual, no NaN or infinity, no element on the slow path) and the threads' expansions
- * add up exactly in doubles (OpCheckedSum, exact_ops.cuh): the block's exact sum is one
- * double (float64: two), published as the default reduction publishes its partial. The
+ * add up exactly in one double (OpCheckedSum, exact_ops.cuh; not tried for float64), else in
+ * two (OpCheckedSumDd): the block's exact sum, published as the default reduction publishes
+ * its partial. The
  * slow one: the block's long accumulator is added to the launch's in the workspace, and
  * its partial says so (lost). The last block combines the fast partials, checked; when
  * every block was fast and that combination is exact, one rounding of it is the result,
