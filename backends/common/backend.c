@@ -98,11 +98,11 @@ static gs_status be_open(const gs_backend_device *dev, gs_backend_instance **out
         gs_host->set_error("%s backend: pthread_mutex_init failed", GS_BACKEND_NAME);
         return GS_ERROR_BACKEND_INIT_FAILED;
     }
-    /* gs_reduce's module now, so that a backend without code for this device is skipped
-     * at once (the core tries the next one); its kernels and the other families' modules
+    /* gs_reduce's float types' module now, so that a backend without code for this device
+     * is skipped at once (the core tries the next one); its kernels and the other modules
      * at their first call (modules.h). */
     const double t0 = gs_now_ms();
-    gs_status st = gs_module_load(inst, GS_FAM_REDUCE);
+    gs_status st = gs_module_load(inst, GS_MOD_FLOATS);
     if (st != GS_SUCCESS) {
         pthread_mutex_destroy(&inst->lock);
         free(inst);
@@ -125,8 +125,8 @@ static gs_status be_open(const gs_backend_device *dev, gs_backend_instance **out
     }
     gs_host->log(GS_LOG_DEBUG,
                  "%s backend: open on compute capability %d.%d in %.3f ms: module load %.3f ms, kernel set-up "
-                 "none yet (each of the %d kernels at its first call, the segmented and exact-sum modules at "
-                 "their family's first call); inputs up to %llu bytes count as in L2",
+                 "none yet (each of the %d kernels at its first call, the other modules at the first call of one "
+                 "of their kernels); inputs up to %llu bytes count as in L2",
                  GS_BACKEND_NAME, dev->cc_major, dev->cc_minor, gs_now_ms() - t0, t1 - t0,
                  (int)(GS_NKERNELS + GS_NSEG_KERNELS + GS_NEXACT_KERNELS), (unsigned long long)inst->l2_bytes);
     *out = inst;
@@ -137,9 +137,9 @@ static void be_close(gs_backend_instance *inst)
 {
     if (!inst)
         return;
-    for (int f = 0; f < GS_FAM_COUNT; f++)
-        if (inst->module[f])
-            gs_host->cuModuleUnload(inst->module[f]);
+    for (int m = 0; m < GS_MOD_COUNT; m++)
+        if (inst->module[m])
+            gs_host->cuModuleUnload(inst->module[m]);
     pthread_mutex_destroy(&inst->lock);
     free(inst);
 }

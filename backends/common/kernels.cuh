@@ -1,15 +1,15 @@
 /* The extern "C" kernels of a backend, gs_reduce_<dtype>_<op>_<out>, from kernel_list.h.
  * Included by backends/<name>/kernels.cu after it defines the type GS_POLICY.
  *
- * A backend's kernels come in three families, each compiled to a fatbin of its own
- * (backends/meson.build) and loaded as a module of its own (modules.c): gs_reduce's
- * (GS_BUILD_REDUCE, loaded when the backend is opened), the segmented reduction's
- * (GS_BUILD_SEGMENTED) and the exact sums' (GS_BUILD_EXACT), each loaded at its first
- * call. Exactly one of the three is defined. */
+ * A backend's kernels come in four modules, each compiled to a fatbin of its own
+ * (backends/meson.build) and loaded on its own (modules.c): gs_reduce's over the float
+ * types (GS_BUILD_REDUCE, loaded when the backend is opened) and over the integer types
+ * (GS_BUILD_REDUCE_INT), the segmented reduction's (GS_BUILD_SEGMENTED) and the exact
+ * sums' (GS_BUILD_EXACT), each loaded at its first call. Exactly one of them is defined. */
 #pragma once
 
-#if defined(GS_BUILD_REDUCE) + defined(GS_BUILD_SEGMENTED) + defined(GS_BUILD_EXACT) != 1
-#  error "define one of GS_BUILD_REDUCE, GS_BUILD_SEGMENTED, GS_BUILD_EXACT (backends/meson.build)"
+#if defined(GS_BUILD_REDUCE) + defined(GS_BUILD_REDUCE_INT) + defined(GS_BUILD_SEGMENTED) + defined(GS_BUILD_EXACT) != 1
+#  error "define one of GS_BUILD_REDUCE, GS_BUILD_REDUCE_INT, GS_BUILD_SEGMENTED, GS_BUILD_EXACT (backends/meson.build)"
 #endif
 #ifdef GS_BUILD_EXACT
 #  include "seg_exact.cuh"
@@ -80,8 +80,20 @@ template <typename Op> struct GsMinBlocks {
         gs::reduce_kernel<GS_POLICY, Op>(in, n, (typename Op::OutT *)out, workspace);                  \
     }
 
-#ifdef GS_BUILD_REDUCE
-GS_KERNELS(GS_DEFINE_KERNEL)
+/* gs_reduce's kernels, the float types' module (GS_BUILD_REDUCE) or the integer types'
+ * (GS_BUILD_REDUCE_INT): kernel_list.h's GS_REDUCE_MODULE_<dtype> picks. */
+#if defined(GS_BUILD_REDUCE) || defined(GS_BUILD_REDUCE_INT)
+#  ifdef GS_BUILD_REDUCE
+#    define GS_REDUCE_IN_FLOATS(dt, op, o) GS_DEFINE_KERNEL(dt, op, o)
+#    define GS_REDUCE_IN_INTEGERS(dt, op, o)
+#  else
+#    define GS_REDUCE_IN_FLOATS(dt, op, o)
+#    define GS_REDUCE_IN_INTEGERS(dt, op, o) GS_DEFINE_KERNEL(dt, op, o)
+#  endif
+#  define GS_REDUCE_PICK2(module, dt, op, o) GS_REDUCE_IN_##module(dt, op, o)
+#  define GS_REDUCE_PICK1(module, dt, op, o) GS_REDUCE_PICK2(module, dt, op, o)
+#  define GS_REDUCE_PICK(dt, op, o) GS_REDUCE_PICK1(GS_REDUCE_MODULE_##dt, dt, op, o)
+GS_KERNELS(GS_REDUCE_PICK)
 #endif
 
 /* The segmented kernels' minimum of resident blocks: the policy's kSegMinBlocks, at most

@@ -1,5 +1,5 @@
 /*
- * A backend's kernel tables, its three embedded fatbins, and the loading of their modules
+ * A backend's kernel tables, its four embedded fatbins, and the loading of their modules
  * and kernels at first use (modules.h says why and how it is thread-safe).
  */
 #define _GNU_SOURCE
@@ -15,20 +15,27 @@
 
 /* The fatbins, embedded by embed_fatbin.py's assembly. */
 extern const unsigned char gs_fatbin_reduce[];
+extern const unsigned char gs_fatbin_reduce_int[];
 extern const unsigned char gs_fatbin_segmented[];
 extern const unsigned char gs_fatbin_exact[];
 
-static const unsigned char *const fatbins[GS_FAM_COUNT] = {gs_fatbin_reduce, gs_fatbin_segmented, gs_fatbin_exact};
-static const char *const family_names[GS_FAM_COUNT] = {"gs_reduce", "segmented", "exact-sum"};
+static const unsigned char *const fatbins[GS_MOD_COUNT] = {gs_fatbin_reduce, gs_fatbin_reduce_int, gs_fatbin_segmented,
+                                                           gs_fatbin_exact};
+static const char *const module_names[GS_MOD_COUNT] = {"gs_reduce (float types)", "gs_reduce (integer types)",
+                                                       "segmented", "exact-sum"};
 
 const gs_backend_host *gs_host;
 
-#define GS_KERNEL_ENTRY(dt, op, o) {GS_DT_##dt, GS_OPV_##op, GS_DT_##o, "gs_reduce_" #dt "_" #op "_" #o, 0},
+#define GS_MOD_OF2(module) GS_MOD_##module
+#define GS_MOD_OF(module) GS_MOD_OF2(module)
+#define GS_KERNEL_ENTRY(dt, op, o) \
+    {GS_DT_##dt, GS_OPV_##op, GS_DT_##o, "gs_reduce_" #dt "_" #op "_" #o, 0, GS_MOD_OF(GS_REDUCE_MODULE_##dt)},
 const kernel_entry gs_kernel_table_reduce[GS_NKERNELS] = {GS_KERNELS(GS_KERNEL_ENTRY)};
-#define GS_SEG_KERNEL_ENTRY(dt, op, o) {GS_DT_##dt, GS_OPV_##op, GS_DT_##o, "gs_segreduce_" #dt "_" #op "_" #o, 1},
+#define GS_SEG_KERNEL_ENTRY(dt, op, o) \
+    {GS_DT_##dt, GS_OPV_##op, GS_DT_##o, "gs_segreduce_" #dt "_" #op "_" #o, 1, GS_MOD_SEGMENTED},
 const kernel_entry gs_kernel_table_segmented[GS_NSEG_KERNELS] = {GS_SEG_KERNELS(GS_SEG_KERNEL_ENTRY)};
-#define GS_EXACT_KERNEL_ENTRY(dt) {GS_DT_##dt, GS_OP_SUM, GS_DT_##dt, "gs_exact_" #dt, 0},
-#define GS_SEGEXACT_KERNEL_ENTRY(dt) {GS_DT_##dt, GS_OP_SUM, GS_DT_##dt, "gs_segexact_" #dt, 1},
+#define GS_EXACT_KERNEL_ENTRY(dt) {GS_DT_##dt, GS_OP_SUM, GS_DT_##dt, "gs_exact_" #dt, 0, GS_MOD_EXACT},
+#define GS_SEGEXACT_KERNEL_ENTRY(dt) {GS_DT_##dt, GS_OP_SUM, GS_DT_##dt, "gs_segexact_" #dt, 1, GS_MOD_EXACT},
 const kernel_entry gs_kernel_table_exact[GS_NEXACT_KERNELS] = {
     GS_EXACT_KERNELS(GS_EXACT_KERNEL_ENTRY) GS_SEGEXACT_KERNELS(GS_SEGEXACT_KERNEL_ENTRY)};
 static const kernel_entry *const tables[GS_FAM_COUNT] = {gs_kernel_table_reduce, gs_kernel_table_segmented,
@@ -49,22 +56,22 @@ gs_status gs_cuda_fail(CUresult rc, const char *what)
     return gs_status_of_cuda(rc);
 }
 
-gs_status gs_module_load(gs_backend_instance *inst, gs_family family)
+gs_status gs_module_load(gs_backend_instance *inst, gs_module_id id)
 {
-    if (inst->module[family])
+    if (inst->module[id])
         return GS_SUCCESS;
     const double t0 = gs_now_ms();
     CUmodule m = NULL;
-    CUresult rc = gs_host->cuModuleLoadData(&m, fatbins[family]);
+    CUresult rc = gs_host->cuModuleLoadData(&m, fatbins[id]);
     if (rc != CUDA_SUCCESS) {
         char what[160];
         snprintf(what, sizeof what, "loading its %s kernels' fatbin on compute capability %d.%d (cuModuleLoadData)",
-                 family_names[family], inst->dev.cc_major, inst->dev.cc_minor);
+                 module_names[id], inst->dev.cc_major, inst->dev.cc_minor);
         return gs_cuda_fail(rc, what);
     }
-    inst->module[family] = m;
+    inst->module[id] = m;
     gs_host->log(GS_LOG_DEBUG, "%s backend: %s kernels' fatbin loaded in %.3f ms (cuModuleLoadData)",
-                 GS_BACKEND_NAME, family_names[family], gs_now_ms() - t0);
+                 GS_BACKEND_NAME, module_names[id], gs_now_ms() - t0);
     return GS_SUCCESS;
 }
 
@@ -103,9 +110,9 @@ gs_status gs_kernel_slow(gs_backend_instance *inst, gs_family family, int k, con
     pthread_mutex_lock(&inst->lock);
     if (!atomic_load_explicit(&s->ready, memory_order_relaxed)) { /* another thread may have filled it */
         const double t0 = gs_now_ms();
-        st = gs_module_load(inst, family);
+        st = gs_module_load(inst, e->module);
         if (st == GS_SUCCESS)
-            st = set_up(inst, inst->module[family], e, s);
+            st = set_up(inst, inst->module[e->module], e, s);
         if (st == GS_SUCCESS) {
             atomic_store_explicit(&s->ready, 1, memory_order_release);
             gs_host->log(GS_LOG_DEBUG, "%s backend: kernel %s set up at its first call in %.3f ms, up to %u blocks",

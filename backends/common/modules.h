@@ -1,15 +1,16 @@
 /*
  * A backend's kernels and the modules they come from (modules.c), shared by backend.c.
  *
- * The kernels come in three families, each an embedded fatbin of its own
- * (backends/meson.build, kernels.cuh): gs_reduce's, the segmented reduction's and the
- * exact sums'. A fatbin compressed with --compress-mode=size is decompressed whole when
- * it is loaded, and with the driver's lazy loading (CUDA 12+'s default) every
- * cuModuleGetFunction loads its kernel; on an H100 that made both the load and the
- * look-ups of all 178 kernels the bulk of the first gs_context_create (docs/PACKAGING.md,
- * "Architectures and fatbin sizes"). So be_open loads gs_reduce's module alone and looks
- * no kernel up; a family's module is loaded at its first call, and each kernel is looked
- * up (function, occupancy, grid caps) at its own first call.
+ * The kernels come in three families (gs_reduce's, the segmented reduction's and the
+ * exact sums') and four modules, each an embedded fatbin of its own (backends/meson.build,
+ * kernels.cuh): gs_reduce's are split into the float types' and the integer types'. A
+ * fatbin compressed with --compress-mode=size is decompressed whole when it is loaded, and
+ * with the driver's lazy loading (CUDA 12+'s default) every cuModuleGetFunction loads its
+ * kernel; on an H100 that made both the load and the look-ups of all 178 kernels the bulk
+ * of the first gs_context_create (docs/PACKAGING.md, "Architectures and fatbin sizes"). So
+ * be_open loads the float types' gs_reduce module alone and looks no kernel up; another
+ * module is loaded at the first call of one of its kernels, and each kernel is looked up
+ * (function, occupancy, grid caps) at its own first call.
  *
  * Thread safety: a kernel's slot is filled once, under the instance's mutex, and
  * published by a release store of `ready`; a call that reads ready == 1 (acquire) uses
@@ -60,12 +61,24 @@ enum {
 
 typedef enum gs_family { GS_FAM_REDUCE, GS_FAM_SEGMENTED, GS_FAM_EXACT, GS_FAM_COUNT } gs_family;
 
+/* The modules (one embedded fatbin each) the kernels come from: a family's, except that
+ * gs_reduce's are split by input type (kernel_list.h's GS_REDUCE_MODULE_<dtype>), so that
+ * opening a backend loads the float types' alone. */
+typedef enum gs_module_id {
+    GS_MOD_FLOATS,   /* gs_reduce over float types: loaded by be_open */
+    GS_MOD_INTEGERS, /* gs_reduce over integer types */
+    GS_MOD_SEGMENTED,
+    GS_MOD_EXACT,
+    GS_MOD_COUNT
+} gs_module_id;
+
 typedef struct kernel_entry {
     gs_dtype dtype;
     gs_op op;
     gs_dtype out; /* exact kernels: unused, the output type is the kernel's argument */
     const char *name;
     int queued; /* its blocks take work from a queue (the segmented kernels): launched on what is resident */
+    gs_module_id module; /* where it is */
 } kernel_entry;
 
 /* The kernels of kernel_list.h, per family, in its order. */
@@ -92,7 +105,7 @@ struct gs_backend_instance {
     unsigned int exact_grid;
     /* Guards module[] and the filling of the slots. */
     pthread_mutex_t lock;
-    CUmodule module[GS_FAM_COUNT]; /* NULL until loaded; gs_reduce's from be_open on */
+    CUmodule module[GS_MOD_COUNT]; /* NULL until loaded; GS_MOD_FLOATS's from be_open on */
     gs_kernel_slot reduce[GS_NKERNELS];
     gs_kernel_slot segmented[GS_NSEG_KERNELS];
     gs_kernel_slot exact[GS_NEXACT_KERNELS];
@@ -108,8 +121,8 @@ gs_status gs_cuda_fail(CUresult rc, const char *what);
 /* Milliseconds on CLOCK_MONOTONIC, for GRIDSYNC_DEBUG's timings. */
 double gs_now_ms(void);
 
-/* Loads family's module into inst (the caller holds inst->lock, or is be_open). */
-gs_status gs_module_load(gs_backend_instance *inst, gs_family family);
+/* Loads module m into inst (the caller holds inst->lock, or is be_open). */
+gs_status gs_module_load(gs_backend_instance *inst, gs_module_id m);
 
 /* Kernel k of family, looked up at its first call (its module loaded first if need be);
  * on failure the status, with the thread's message saying what failed. */
