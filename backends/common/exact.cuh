@@ -236,6 +236,24 @@ __device__ __forceinline__ typename Chk::Acc exact_checked_of(const F (&a)[kU][K
     return v;
 }
 
+/* One try of the block's fast path with Chk (OpCheckedSum or OpCheckedSumDd): the
+ * threads' expansions added with checked additions, then over the block. Whether every
+ * addition was exact (the same in every thread, through `lost`), and then the block's sum
+ * in thread 0's v. Every thread; holds barriers. */
+template <typename Policy, typename Chk, typename T, typename F, int K, int kU>
+__device__ __forceinline__ bool exact_block_try(const F (&a)[kU][K], const F *spill,
+                                                typename Policy::template Scratch<typename Chk::Acc> &s, int &lost,
+                                                ExactDd &v)
+{
+    const typename Chk::Acc d =
+        Policy::template block_reduce<Chk>(exact_checked_of<Chk, T, F, K, kU>(a, spill, Policy::kBlock), s);
+    if (threadIdx.x == 0)
+        lost = Chk::lost(d);
+    __syncthreads();
+    v = Chk::to_dd(d);
+    return !lost;
+}
+
 /* Element k of a vector's words, by register moves: a memcpy of the vector into an array
  * gave the array a stack slot whose stores the compiler kept (the slot's address also went
  * to a call), 16 bytes of local-memory stores per vector. */
@@ -404,31 +422,17 @@ __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t 
     __syncthreads();        /* acc.dirty */
 
     /* The fast path (exact_grid.cuh): nothing went into the limbs, and the threads'
-     * expansions add up exactly in doubles: the block's sum is v. */
+     * expansions add up exactly in one double (cheaper, and enough for most data; not for
+     * float64), else in two: the block's sum is v. */
     __shared__ ExactScratch<Policy> scratch;
     __shared__ int lost;
     ExactDd v = {-0.0, 0.0};
     bool fast = !mode && !acc.dirty, found = false;
-    if constexpr (sizeof(T) < 8) { /* one double first: cheaper, and enough for most data */
-        if (fast) {
-            typedef OpCheckedSum<T> Chk;
-            const double d = Policy::template block_reduce<Chk>(
-                exact_checked_of<Chk, T, F, K, kU>(a, &spill[0][t], Policy::kBlock), scratch.d);
-            if (t == 0)
-                lost = Chk::lost(d);
-            __syncthreads();
-            found = !lost;
-            v.hi = d;
-        }
-    }
-    if (fast && !found) { /* then two */
-        typedef OpCheckedSumDd<T> Chk;
-        v = Policy::template block_reduce<Chk>(exact_checked_of<Chk, T, F, K, kU>(a, &spill[0][t], Policy::kBlock),
-                                               scratch.dd);
-        if (t == 0)
-            lost = Chk::lost(v);
-        __syncthreads();
-        found = !lost;
+    if (fast) {
+        if constexpr (sizeof(T) < 8)
+            found = exact_block_try<Policy, OpCheckedSum<T>, T, F, K, kU>(a, &spill[0][t], scratch.d, lost, v);
+        if (!found)
+            found = exact_block_try<Policy, OpCheckedSumDd<T>, T, F, K, kU>(a, &spill[0][t], scratch.dd, lost, v);
     }
     fast = fast && found;
     if (!fast)

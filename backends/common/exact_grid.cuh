@@ -48,6 +48,27 @@ __device__ __forceinline__ void exact_write_checked(ExactDd v, uint64_t n, void 
         *(__nv_bfloat16 *)out = __double2bfloat16(x);
 }
 
+/* The last block's partials per thread: blocks t, t + kBlock, ... below GS_MAX_BLOCKS. */
+template <typename Policy> struct ExactGrid {
+    static const int kMaxPartials = (GS_MAX_BLOCKS + Policy::kBlock - 1) / Policy::kBlock;
+};
+
+/* The partials p (thread t's, as exact_grid_finish loads them) that are not lost, added
+ * with Chk's checked additions (OpCheckedSum: each must be one double; OpCheckedSumDd),
+ * then over the block: the sum, valid in thread 0, or lost when an addition was inexact.
+ * Every thread; holds a barrier. */
+template <typename Policy, typename Chk, int kMax>
+__device__ __forceinline__ typename Chk::Acc exact_fold_partials(const ExactDd (&p)[kMax],
+                                                                 typename Policy::template Scratch<typename Chk::Acc> &s)
+{
+    typename Chk::Acc w = Chk::identity();
+#pragma unroll
+    for (int k = 0; k < kMax; k++)
+        if (threadIdx.x + (unsigned int)k * Policy::kBlock < gridDim.x && !OpCheckedSumDd<double>::lost(p[k]))
+            w = Chk::combine(w, Chk::of_dd(p[k]));
+    return Policy::template block_reduce<Chk>(w, s);
+}
+
 /* The block's end, every thread: fast, v (valid in thread 0) the block's exact sum; else
  * the block's long accumulator holds it (every flush done, after a barrier). Not inlined,
  * as exact_round_small: inlined, it weighed on the main loop's registers (float32's
@@ -59,6 +80,7 @@ __device__ __noinline__ void exact_grid_finish(ExactShared &acc, bool fast, Exac
 {
     typedef OpCheckedSumDd<T> Chk;
     typedef typename Chk::Acc C;
+    const int kMaxPartials = ExactGrid<Policy>::kMaxPartials;
     const unsigned int t = threadIdx.x;
     if (gridDim.x == 1) {
         if (!fast)
@@ -95,70 +117,53 @@ __device__ __noinline__ void exact_grid_finish(ExactShared &acc, bool fast, Exac
         if (t == GS_EXACT_LIMBS + 3 && acc.sign_clear)
             atomicAdd((unsigned long long *)&total->sign_clear, 1ull);
     }
-    /* docs/design.md's guard: every thread's atomics, and thread 0's partial, are ordered
-     * before thread 0's ticket by the fence and the barrier. */
-    __threadfence();
-    __syncthreads();
+    /* docs/design.md's guard. A fast block published thread 0's partial only, which
+     * thread 0's acquire-release ticket orders; a slow block's atomics come from many
+     * threads, so each fences its own and the barrier orders the fences before the ticket.
+     * (A fence in every thread of every block cost the fast path about a microsecond.) */
+    __shared__ int slow, all_lost;
+    if (t == 0)
+        slow = 0; /* for the last block; the guard's barrier orders it before any use */
+    if (!fast) {
+        __threadfence();
+        __syncthreads();
+    }
     unsigned int *counter = (unsigned int *)workspace;
     if (!Policy::last_arrival(counter, gridDim.x))
         return;
 
-    /* The last block: the fast partials combined, checked (volatile loads: from L2, past
-     * any stale L1 line), in one double if they all are one (not for float64), else in
-     * two; slow ones only noted. */
-    __shared__ int slow, all_lost;
-    if (t == 0)
-        slow = 0;
-    __syncthreads();
+    /* The last block: thread t's partials (blocks t, t + kBlock, ...) loaded at once, one
+     * round trip (volatile loads: from L2, past any stale L1 line); the fast ones combined,
+     * checked, in one double if that holds them (not for float64), else in two; slow ones
+     * only noted. */
+    C p[kMaxPartials];
+    bool any_slow = false;
+#pragma unroll
+    for (int k = 0; k < kMaxPartials; k++) {
+        const unsigned int b = t + (unsigned int)k * Policy::kBlock;
+        p[k] = b < gridDim.x ? gs_load_volatile(&partials[b]) : Chk::identity();
+        any_slow |= Chk::lost(p[k]);
+    }
+    if (any_slow)
+        slow = 1; /* published by the folds' barriers */
+    C w = Chk::identity();
+    bool found = false; /* the same in every thread */
     if constexpr (sizeof(T) < 8) {
         typedef OpCheckedSum<T> Chk1;
-        double w1 = Chk1::identity();
-        bool any_slow = false, wide = false;
-#pragma unroll 1
-        for (unsigned int b = t; b < gridDim.x; b += Policy::kBlock) {
-            const C p = gs_load_volatile(&partials[b]);
-            if (Chk::lost(p))
-                any_slow = true;
-            else if (p.lo != 0.0)
-                wide = true;
-            else
-                w1 = Chk1::combine(w1, p.hi);
-        }
-        if (any_slow)
-            slow = 1;
-        w1 = Policy::template block_reduce<Chk1>(wide ? Chk1::lost_acc() : w1, s.d); /* publishes `slow` */
+        const double w1 = exact_fold_partials<Policy, Chk1>(p, s.d);
         if (t == 0)
             all_lost = Chk1::lost(w1);
         __syncthreads();
-        if (!slow && !all_lost) {
-            if (t == 0) {
-                exact_write_checked<T>(ExactDd{w1, 0.0}, n, out, out_dtype);
-                gs_reset_counter(counter);
-            }
-            return;
-        }
+        found = !all_lost;
+        w = Chk1::to_dd(w1);
     }
-    /* (also when some block was slow: the fast partials' sum is then flushed once) */
-    C w = Chk::identity();
-    bool any_slow = false;
-#pragma unroll 1
-    for (unsigned int b = t; b < gridDim.x; b += Policy::kBlock) {
-        const C p = gs_load_volatile(&partials[b]);
-        if (Chk::lost(p))
-            any_slow = true;
-        else
-            w = Chk::combine(w, p);
+    if (!found) {
+        w = exact_fold_partials<Policy, Chk>(p, s.dd);
+        if (t == 0)
+            all_lost = Chk::lost(w);
+        __syncthreads();
     }
-    if (any_slow)
-        slow = 1;
-    w = Policy::template block_reduce<Chk>(w, s.dd); /* publishes `slow` */
-    if (t == 0) {
-        all_lost = Chk::lost(w);
-        if (all_lost)
-            slow = 1;
-    }
-    __syncthreads();
-    if (!slow) {
+    if (!slow && !all_lost) {
         if (t == 0) {
             exact_write_checked<T>(w, n, out, out_dtype);
             gs_reset_counter(counter);
@@ -209,14 +214,12 @@ __device__ __noinline__ void exact_grid_finish(ExactShared &acc, bool fast, Exac
     } else {
         __shared__ double tree[2][Policy::kBlock];
         double e[2] = {0.0, 0.0};
-#pragma unroll 1
-        for (unsigned int b = t; b < gridDim.x; b += Policy::kBlock) {
-            const C p = gs_load_volatile(&partials[b]);
-            if (!Chk::lost(p)) {
-                Chk::add_to(e, p, acc);
-                sign_clear |= !signbit(Chk::value(p));
+#pragma unroll
+        for (int k = 0; k < kMaxPartials; k++)
+            if (t + (unsigned int)k * Policy::kBlock < gridDim.x && !Chk::lost(p[k])) {
+                Chk::add_to(e, p[k], acc);
+                sign_clear |= !signbit(Chk::value(p[k]));
             }
-        }
         tree[0][t] = e[0];
         tree[1][t] = e[1];
 #pragma unroll 1

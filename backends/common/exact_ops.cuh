@@ -111,6 +111,10 @@ template <typename T> struct OpCheckedSum {
         exact_add<double, 2>(e, a, acc);
     }
     static __device__ __forceinline__ T result(Acc a) { return exact_round_double<T>(a); }
+    /* from and to the two-double form of the partials (exact_grid.cuh): one double holds
+     * hi + lo only when lo is zero */
+    static __device__ __forceinline__ Acc of_dd(ExactDd p) { return p.lo == 0.0 ? p.hi : lost_acc(); }
+    static __device__ __forceinline__ ExactDd to_dd(Acc a) { return ExactDd{a, 0.0}; }
 };
 
 /* Two doubles, hi + lo, for any input type: float64's segments, and every exact_kernel
@@ -166,6 +170,8 @@ template <typename T> struct OpCheckedSumDd {
         exact_add<double, 2>(e, a.hi, acc);
         exact_add<double, 2>(e, a.lo, acc);
     }
+    static __device__ __forceinline__ Acc of_dd(ExactDd p) { return p; }
+    static __device__ __forceinline__ ExactDd to_dd(Acc a) { return a; }
 };
 template <> struct OpCheckedSum<double> : OpCheckedSumDd<double> {
     static __device__ __forceinline__ double result(Acc a) { return value(a); }
