@@ -1,11 +1,12 @@
 /*
  * gpu suite: the kernel families a backend loads at their first call (backends/common/
- * modules.h): the segmented reduction's and the exact sums' modules, and every kernel,
- * are loaded by the call that first needs them. Checked on fresh contexts, so each case
+ * modules.h): the integer types' gs_reduce module, the segmented reduction's and the
+ * exact sums' modules, and every kernel, are loaded by the call that first needs them. Checked on fresh contexts, so each case
  * meets a family not loaded yet:
  *
- * first-call: a first gs_segmented_reduce, exact gs_reduce_ex and gs_reduce (host time to
- *   the end of the stream's work) against the second; printed, median over 5 contexts;
+ * first-call: a first gs_segmented_reduce, exact gs_reduce_ex, gs_reduce of a float type
+ *   and of an integer type (whose module is loaded then; host time to the end of the
+ *   stream's work) against the second; printed, median over 5 contexts;
  * threads: 8 threads meet both families' first call at once, each on its own stream;
  * capture: both families' first call inside a stream capture in global mode (the
  *   strictest), replayed from the graph.
@@ -130,8 +131,9 @@ static int cmp_double(const void *a, const void *b)
 
 static void test_first_call(void)
 {
-    enum { ROUNDS = 5, KINDS = 3 };
-    static const char *const names[KINDS] = {"gs_segmented_reduce", "exact gs_reduce_ex", "gs_reduce (f32 max)"};
+    enum { ROUNDS = 5, KINDS = 4 };
+    static const char *const names[KINDS] = {"gs_segmented_reduce", "exact gs_reduce_ex", "gs_reduce (f32 max)",
+                                             "gs_reduce (i32 max)"};
     double first[KINDS][ROUNDS], second[KINDS][ROUNDS];
     cushim_ptr seg_out, exact_out, out;
     CHECK_CU(cushim_alloc(&seg_out, NSEG * 4));
@@ -142,8 +144,9 @@ static void test_first_call(void)
         cushim_stream s;
         CHECK_GS(gs_context_create(0, &ctx));
         CHECK_CU(cushim_stream_create(&s));
-        /* the stream's workspace first, so that only the kernels' loading is timed */
-        CHECK_GS(gs_reduce(ctx, (const void *)(uintptr_t)g_dints, N, GS_INT32, GS_OP_SUM, (void *)(uintptr_t)out, s));
+        /* the stream's workspace first, so that only the kernels' loading is timed (a float
+         * type's: their module is loaded at open, the integer types' is timed below) */
+        CHECK_GS(gs_reduce(ctx, (const void *)(uintptr_t)g_dfloats, N, GS_FLOAT32, GS_OP_SUM, (void *)(uintptr_t)out, s));
         CHECK_CU(cushim_stream_sync(s));
         for (int pass = 0; pass < 2; pass++) {
             double(*t)[ROUNDS] = pass ? second : first;
@@ -151,6 +154,13 @@ static void test_first_call(void)
             TIMED(t[1][r], exact(ctx, exact_out, s), s);
             TIMED(t[2][r], gs_reduce(ctx, (const void *)(uintptr_t)g_dfloats, N, GS_FLOAT32, GS_OP_MAX,
                                      (void *)(uintptr_t)out, s), s);
+            TIMED(t[3][r], gs_reduce(ctx, (const void *)(uintptr_t)g_dints, N, GS_INT32, GS_OP_MAX,
+                                     (void *)(uintptr_t)out, s), s);
+            int32_t max_got, max_want = g_ints[0];
+            for (size_t i = 1; i < N; i++)
+                max_want = g_ints[i] > max_want ? g_ints[i] : max_want;
+            CHECK_CU(cushim_d2h(&max_got, out, sizeof max_got));
+            CHECK(max_got == max_want, "first-call: int32 MAX %d, want %d", (int)max_got, (int)max_want);
             check_results(seg_out, exact_out, pass ? "first-call: second" : "first-call: first");
         }
         CHECK_CU(cushim_stream_destroy(s));
