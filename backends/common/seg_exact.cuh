@@ -57,23 +57,30 @@ __device__ __forceinline__ void exact_carry_once(ExactShared &acc)
     __syncthreads();
 }
 
-/* in[b, e) (clipped to n) into the block's accumulator, element by element; every thread. */
+/* in[b, e) (clipped to n) into the block's accumulator, element by element; every thread.
+ * since: the elements flushed since the limbs' last carry pass, for every call on the same
+ * accumulator (zero after exact_zero); a carry pass runs whenever 2^27 more would follow,
+ * so the limbs stay below 2^61. */
 template <typename T>
 __device__ __forceinline__ void exact_add_range(ExactShared &acc, const T *in, uint64_t b, uint64_t e, uint64_t n,
-                                                bool &sign_clear)
+                                                bool &sign_clear, uint64_t &since)
 {
     if (e > n)
         e = n;
-    const uint64_t kSlab = 1ull << 27; /* flushes between carries: limbs stay below 2^61 */
-    for (uint64_t s = b; s < e; s += kSlab) {
-        const uint64_t se = e - s > kSlab ? s + kSlab : e;
-#pragma unroll 1
-        for (uint64_t i = s + threadIdx.x; i < se; i += blockDim.x)
-            exact_slow<T>(in[i], acc, sign_clear);
-        __syncthreads();
-        if (se < e)
+    const uint64_t kSlab = 1ull << 27;
+    while (b < e) {
+        if (since == kSlab) {
             exact_carry_once(acc);
+            since = 0;
+        }
+        const uint64_t se = e - b > kSlab - since ? b + (kSlab - since) : e;
+#pragma unroll 1
+        for (uint64_t i = b + threadIdx.x; i < se; i += blockDim.x)
+            exact_slow<T>(in[i], acc, sign_clear);
+        since += se - b;
+        b = se;
     }
+    __syncthreads();
 }
 
 /* The block's accumulator, its flushes done, to *o (count: the segment's elements). */
@@ -122,7 +129,8 @@ template <typename Policy, typename T> struct SegExactWrite {
             seg_owned(sb, r.round_off[q + 1], r.base + q, r.hi, r.ce, &se);
             exact_zero(w.acc);
             bool sign_clear = false;
-            exact_add_range<T>(w.acc, r.in, sb, se, ~0ull, sign_clear);
+            uint64_t since = 0;
+            exact_add_range<T>(w.acc, r.in, sb, se, ~0ull, sign_clear, since);
             exact_write<T>(w.acc, sign_clear, se - sb, &r.out[r.base + q]);
         }
         if (threadIdx.x == 0)
@@ -159,14 +167,8 @@ template <typename Policy, typename T> struct SegExactWrite {
             uint64_t pb = lo > x.sj + 1 ? lo - x.sj - 1 : 0, pe = hi > x.sj + 1 ? hi - x.sj - 1 : 0;
             pb = pb > x.sb ? pb : x.sb;
             pe = pe < x.se ? pe : x.se;
-            if (pb < pe) {
-                if (since + (pe - pb) > (1ull << 27)) {
-                    exact_carry_once(w.acc);
-                    since = 0;
-                }
-                since += pe - pb;
-                exact_add_range<T>(w.acc, x.in, pb, pe, x.n, sign_clear);
-            }
+            if (pb < pe)
+                exact_add_range<T>(w.acc, x.in, pb, pe, x.n, sign_clear, since);
         }
         __syncthreads();
         exact_write<T>(w.acc, sign_clear, x.se - x.sb, o);

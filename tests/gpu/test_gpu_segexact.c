@@ -12,8 +12,9 @@
  * lengths from a power law; at a random address mod 16. Data whose exponents spread wider
  * than a double holds, and NaN or infinities, make segments lose exactness, so the long
  * accumulator's paths (a round's lost segments, a lost crossing segment) are checked too.
- * Then: bad offsets with the flag (no crash, no hang, the next call right), and the
- * refusals (other ops and dtypes: GS_ERROR_UNSUPPORTED).
+ * Then: bad offsets with the flag (no crash, no hang, the next call right), the refusals
+ * (other ops and dtypes: GS_ERROR_UNSUPPORTED), and in full mode a lost segment of more
+ * than 2^27 elements (the long accumulator's carry passes).
  * meson runs it once per backend forced and once with the automatic choice.
  */
 #define _GNU_SOURCE
@@ -129,6 +130,48 @@ static void bad_offsets(gs_context *ctx, cushim_ptr dbuf, cushim_ptr doffs, cush
     }
 }
 
+/* Full mode: a segment of more than 2^27 float32s whose exponents spread wide, after a short
+ * one. Every piece of it is lost, so the block that combines it sums it again element by
+ * element, through the long accumulator's carry passes (one per 2^27 elements flushed,
+ * seg_exact.cuh's exact_add_range). */
+static void past_carry(gs_context *ctx)
+{
+    const gs_dtype t = GS_FLOAT32;
+    const uint64_t n = (1ull << 27) + (1ull << 20) + rnd() % 1000;
+    int64_t offs[3] = {0, 1000 + (int64_t)(rnd() % 1000), (int64_t)n};
+    cushim_ptr dbuf, doffs, dout;
+    CHECK_CU(cushim_alloc(&dbuf, n * 4));
+    CHECK_CU(cushim_alloc(&doffs, sizeof offs));
+    CHECK_CU(cushim_alloc(&dout, 8));
+    unsigned char *host = malloc(n * 4);
+    if (!host) {
+        fprintf(stderr, "FATAL: out of host memory\n");
+        exit(1);
+    }
+    fill(t, t, 0, host, n); /* wide */
+    CHECK_CU(cushim_h2d(dbuf, host, n * 4));
+    CHECK_CU(cushim_h2d(doffs, offs, sizeof offs));
+    CHECK_CU(cushim_memset8(dout, 0xa5, 8));
+    CHECK_GS(gs_segmented_reduce(ctx, (const void *)(uintptr_t)dbuf, n, t, GS_OP_SUM,
+                                 (const int64_t *)(uintptr_t)doffs, 2, (void *)(uintptr_t)dout, NULL,
+                                 GS_SEGMENTED_EXACT));
+    unsigned char res[8];
+    CHECK_CU(cushim_d2h(res, dout, 8));
+    for (int j = 0; j < 2; j++) {
+        const uint64_t want = hostref_exact_sum(t, host + (uint64_t)offs[j] * 4, (uint64_t)(offs[j + 1] - offs[j]), t);
+        const uint64_t got = bits_at(res, (uint64_t)j, 4);
+        char gb[64], wb[64];
+        hostref_exact_format(t, got, gb, sizeof gb);
+        hostref_exact_format(t, want, wb, sizeof wb);
+        CHECK(hostref_exact_same(t, got, want), "past the carry: segment %d of %" PRId64 " elements: got %s, want %s", j,
+              offs[j + 1] - offs[j], gb, wb);
+    }
+    free(host);
+    cushim_free(dbuf);
+    cushim_free(doffs);
+    cushim_free(dout);
+}
+
 static void refusals(gs_context *ctx, cushim_ptr dbuf, cushim_ptr doffs, cushim_ptr dout)
 {
     const void *in = (const void *)(uintptr_t)dbuf;
@@ -176,6 +219,8 @@ int main(void)
     printf("layouts: %d checks, %d failures\n", g_checks, g_failures);
     bad_offsets(ctx, dbuf, doffs, dout, host, offs, res);
     refusals(ctx, dbuf, doffs, dout);
+    if (!g_quick)
+        past_carry(ctx);
     CHECK_GS(gs_context_destroy(ctx));
     free(host);
     free(res);
