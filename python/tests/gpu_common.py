@@ -208,7 +208,10 @@ def framework_result(x, d, op):
 
 class Base(unittest.TestCase):
     def setUp(self):
-        self.rng = np.random.default_rng(SEED + zlib.crc32(self.id().encode()))
+        # keyed as when every test lived in test_gpu.py's __main__, so that a seed from an
+        # older log gives the same data (self.id() now names the test's module)
+        key = "__main__.%s.%s" % (type(self).__name__, self._testMethodName)
+        self.rng = np.random.default_rng(SEED + zlib.crc32(key.encode()))
 
     def assert_result(self, got, ref, tol, what):
         if isinstance(ref, float) and math.isinf(ref):
