@@ -98,11 +98,11 @@ static gs_status be_open(const gs_backend_device *dev, gs_backend_instance **out
         gs_host->set_error("%s backend: pthread_mutex_init failed", GS_BACKEND_NAME);
         return GS_ERROR_BACKEND_INIT_FAILED;
     }
-    /* gs_reduce's float types' module now, so that a backend without code for this device
-     * is skipped at once (the core tries the next one); its kernels and the other modules
-     * at their first call (modules.h). */
+    /* gs_reduce's float32 module now, so that a backend without code for this device is
+     * skipped at once (the core tries the next one); its kernels and the other modules at
+     * their first call (modules.h). */
     const double t0 = gs_now_ms();
-    gs_status st = gs_module_load(inst, GS_MOD_FLOATS);
+    gs_status st = gs_module_load(inst, GS_MOD_F32);
     if (st != GS_SUCCESS) {
         pthread_mutex_destroy(&inst->lock);
         free(inst);

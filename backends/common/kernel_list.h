@@ -26,16 +26,16 @@
     X(f16, sum, f32) X(f16, prod, f32) X(f16, min, f32) X(f16, max, f32)                       \
     X(bf16, sum, f32) X(bf16, prod, f32) X(bf16, min, f32) X(bf16, max, f32)
 
-/* gs_reduce's kernels come in two modules (backends/meson.build): the float types' (FLOATS,
- * loaded when a backend is opened) and the integer types' (INTEGERS, at their first call),
- * by input type. */
+/* gs_reduce's kernels come in three modules (backends/meson.build), by input type:
+ * float32's (F32, loaded when a backend is opened), the other float types' (FLOATS) and the
+ * integer types' (INTEGERS), each loaded at the first call of one of its kernels. */
 #define GS_REDUCE_MODULE_i8 INTEGERS
 #define GS_REDUCE_MODULE_u8 INTEGERS
 #define GS_REDUCE_MODULE_i32 INTEGERS
 #define GS_REDUCE_MODULE_u32 INTEGERS
 #define GS_REDUCE_MODULE_i64 INTEGERS
 #define GS_REDUCE_MODULE_u64 INTEGERS
-#define GS_REDUCE_MODULE_f32 FLOATS
+#define GS_REDUCE_MODULE_f32 F32
 #define GS_REDUCE_MODULE_f64 FLOATS
 #define GS_REDUCE_MODULE_f16 FLOATS
 #define GS_REDUCE_MODULE_bf16 FLOATS

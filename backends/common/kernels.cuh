@@ -1,15 +1,18 @@
 /* The extern "C" kernels of a backend, gs_reduce_<dtype>_<op>_<out>, from kernel_list.h.
  * Included by backends/<name>/kernels.cu after it defines the type GS_POLICY.
  *
- * A backend's kernels come in four modules, each compiled to a fatbin of its own
- * (backends/meson.build) and loaded on its own (modules.c): gs_reduce's over the float
- * types (GS_BUILD_REDUCE, loaded when the backend is opened) and over the integer types
- * (GS_BUILD_REDUCE_INT), the segmented reduction's (GS_BUILD_SEGMENTED) and the exact
- * sums' (GS_BUILD_EXACT), each loaded at its first call. Exactly one of them is defined. */
+ * A backend's kernels come in five modules, each compiled to a fatbin of its own
+ * (backends/meson.build) and loaded on its own (modules.c): gs_reduce's over float32
+ * (GS_BUILD_REDUCE, loaded when the backend is opened), over the other float types
+ * (GS_BUILD_REDUCE_FLOAT) and over the integer types (GS_BUILD_REDUCE_INT), the segmented
+ * reduction's (GS_BUILD_SEGMENTED) and the exact sums' (GS_BUILD_EXACT), each loaded at its
+ * first call. Exactly one of them is defined. */
 #pragma once
 
-#if defined(GS_BUILD_REDUCE) + defined(GS_BUILD_REDUCE_INT) + defined(GS_BUILD_SEGMENTED) + defined(GS_BUILD_EXACT) != 1
-#  error "define one of GS_BUILD_REDUCE, GS_BUILD_REDUCE_INT, GS_BUILD_SEGMENTED, GS_BUILD_EXACT (backends/meson.build)"
+#if defined(GS_BUILD_REDUCE) + defined(GS_BUILD_REDUCE_FLOAT) + defined(GS_BUILD_REDUCE_INT) +                     \
+        defined(GS_BUILD_SEGMENTED) + defined(GS_BUILD_EXACT) !=                                                   \
+    1
+#  error "define one of GS_BUILD_REDUCE, GS_BUILD_REDUCE_FLOAT, GS_BUILD_REDUCE_INT, GS_BUILD_SEGMENTED, GS_BUILD_EXACT"
 #endif
 #ifdef GS_BUILD_EXACT
 #  include "seg_exact.cuh"
@@ -80,14 +83,21 @@ template <typename Op> struct GsMinBlocks {
         gs::reduce_kernel<GS_POLICY, Op>(in, n, (typename Op::OutT *)out, workspace);                  \
     }
 
-/* gs_reduce's kernels, the float types' module (GS_BUILD_REDUCE) or the integer types'
- * (GS_BUILD_REDUCE_INT): kernel_list.h's GS_REDUCE_MODULE_<dtype> picks. */
-#if defined(GS_BUILD_REDUCE) || defined(GS_BUILD_REDUCE_INT)
-#  ifdef GS_BUILD_REDUCE
+/* gs_reduce's kernels of one module: float32's (GS_BUILD_REDUCE), the other float types'
+ * (GS_BUILD_REDUCE_FLOAT) or the integer types' (GS_BUILD_REDUCE_INT); kernel_list.h's
+ * GS_REDUCE_MODULE_<dtype> says which dtype is in which. */
+#if defined(GS_BUILD_REDUCE) || defined(GS_BUILD_REDUCE_FLOAT) || defined(GS_BUILD_REDUCE_INT)
+#  define GS_REDUCE_IN_F32(dt, op, o)
+#  define GS_REDUCE_IN_FLOATS(dt, op, o)
+#  define GS_REDUCE_IN_INTEGERS(dt, op, o)
+#  if defined(GS_BUILD_REDUCE)
+#    undef GS_REDUCE_IN_F32
+#    define GS_REDUCE_IN_F32(dt, op, o) GS_DEFINE_KERNEL(dt, op, o)
+#  elif defined(GS_BUILD_REDUCE_FLOAT)
+#    undef GS_REDUCE_IN_FLOATS
 #    define GS_REDUCE_IN_FLOATS(dt, op, o) GS_DEFINE_KERNEL(dt, op, o)
-#    define GS_REDUCE_IN_INTEGERS(dt, op, o)
 #  else
-#    define GS_REDUCE_IN_FLOATS(dt, op, o)
+#    undef GS_REDUCE_IN_INTEGERS
 #    define GS_REDUCE_IN_INTEGERS(dt, op, o) GS_DEFINE_KERNEL(dt, op, o)
 #  endif
 #  define GS_REDUCE_PICK2(module, dt, op, o) GS_REDUCE_IN_##module(dt, op, o)

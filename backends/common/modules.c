@@ -1,5 +1,5 @@
 /*
- * A backend's kernel tables, its four embedded fatbins, and the loading of their modules
+ * A backend's kernel tables, its five embedded fatbins, and the loading of their modules
  * and kernels at first use (modules.h says why and how it is thread-safe).
  */
 #define _GNU_SOURCE
@@ -15,14 +15,15 @@
 
 /* The fatbins, embedded by embed_fatbin.py's assembly. */
 extern const unsigned char gs_fatbin_reduce[];
+extern const unsigned char gs_fatbin_reduce_float[];
 extern const unsigned char gs_fatbin_reduce_int[];
 extern const unsigned char gs_fatbin_segmented[];
 extern const unsigned char gs_fatbin_exact[];
 
-static const unsigned char *const fatbins[GS_MOD_COUNT] = {gs_fatbin_reduce, gs_fatbin_reduce_int, gs_fatbin_segmented,
-                                                           gs_fatbin_exact};
-static const char *const module_names[GS_MOD_COUNT] = {"gs_reduce (float types)", "gs_reduce (integer types)",
-                                                       "segmented", "exact-sum"};
+static const unsigned char *const fatbins[GS_MOD_COUNT] = {gs_fatbin_reduce, gs_fatbin_reduce_float,
+                                                           gs_fatbin_reduce_int, gs_fatbin_segmented, gs_fatbin_exact};
+static const char *const module_names[GS_MOD_COUNT] = {"gs_reduce (float32)", "gs_reduce (other float types)",
+                                                       "gs_reduce (integer types)", "segmented", "exact-sum"};
 
 const gs_backend_host *gs_host;
 

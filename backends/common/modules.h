@@ -2,13 +2,14 @@
  * A backend's kernels and the modules they come from (modules.c), shared by backend.c.
  *
  * The kernels come in three families (gs_reduce's, the segmented reduction's and the
- * exact sums') and four modules, each an embedded fatbin of its own (backends/meson.build,
- * kernels.cuh): gs_reduce's are split into the float types' and the integer types'. A
+ * exact sums') and five modules, each an embedded fatbin of its own (backends/meson.build,
+ * kernels.cuh): gs_reduce's are split into float32's, the other float types' and the
+ * integer types'. A
  * fatbin compressed with --compress-mode=size is decompressed whole when it is loaded, and
  * with the driver's lazy loading (CUDA 12+'s default) every cuModuleGetFunction loads its
  * kernel; on an H100 that made both the load and the look-ups of all 178 kernels the bulk
  * of the first gs_context_create (docs/PACKAGING.md, "Architectures and fatbin sizes"). So
- * be_open loads the float types' gs_reduce module alone and looks no kernel up; another
+ * be_open loads float32's gs_reduce module alone and looks no kernel up; another
  * module is loaded at the first call of one of its kernels, and each kernel is looked up
  * (function, occupancy, grid caps) at its own first call.
  *
@@ -63,9 +64,10 @@ typedef enum gs_family { GS_FAM_REDUCE, GS_FAM_SEGMENTED, GS_FAM_EXACT, GS_FAM_C
 
 /* The modules (one embedded fatbin each) the kernels come from: a family's, except that
  * gs_reduce's are split by input type (kernel_list.h's GS_REDUCE_MODULE_<dtype>), so that
- * opening a backend loads the float types' alone. */
+ * opening a backend loads float32's alone. */
 typedef enum gs_module_id {
-    GS_MOD_FLOATS,   /* gs_reduce over float types: loaded by be_open */
+    GS_MOD_F32,      /* gs_reduce over float32: loaded by be_open */
+    GS_MOD_FLOATS,   /* gs_reduce over float64, float16, bfloat16 */
     GS_MOD_INTEGERS, /* gs_reduce over integer types */
     GS_MOD_SEGMENTED,
     GS_MOD_EXACT,
@@ -105,7 +107,7 @@ struct gs_backend_instance {
     unsigned int exact_grid;
     /* Guards module[] and the filling of the slots. */
     pthread_mutex_t lock;
-    CUmodule module[GS_MOD_COUNT]; /* NULL until loaded; GS_MOD_FLOATS's from be_open on */
+    CUmodule module[GS_MOD_COUNT]; /* NULL until loaded; GS_MOD_F32's from be_open on */
     gs_kernel_slot reduce[GS_NKERNELS];
     gs_kernel_slot segmented[GS_NSEG_KERNELS];
     gs_kernel_slot exact[GS_NEXACT_KERNELS];

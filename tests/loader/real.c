@@ -241,10 +241,11 @@ static int real_segmented(void)
     return 0;
 }
 
-/* Only gs_reduce's float types' module is loaded at open; the others (the integer types',
- * the segmented and the exact-sum kernels') at the first call of one of their kernels, and
- * each kernel is looked up at its own (backends/common/modules.h): a failure there is the
- * call's status and message, nothing is launched, and the next call tries again. */
+/* Only gs_reduce's float32 module is loaded at open; the others (gs_reduce's other float
+ * types' and integer types', the segmented and the exact-sum kernels') at the first call
+ * of one of their kernels, and each kernel is looked up at its own (backends/common/
+ * modules.h): a failure there is the call's status and message, nothing is launched, and
+ * the next call tries again. */
 static int real_lazy(void)
 {
     app_init(1);
@@ -254,19 +255,24 @@ static int real_lazy(void)
     gs_context *ctx = real_context("cuda_sm20");
     if (!ctx)
         return 0;
-    CHECK_INT(cuda_log_lines("cuModuleLoadData fatbin") - loads, 1); /* gs_reduce's float types' alone */
+    CHECK_INT(cuda_log_lines("cuModuleLoadData fatbin") - loads, 1); /* gs_reduce's float32 module alone */
     CHECK_INT(cuda_log_lines("cuModuleGetFunction gs_") - lookups, 0);
     CHECK_STATUS(reduce_f32(ctx, in, 100, out, NULL), GS_SUCCESS);
     CHECK_STATUS(reduce_f32(ctx, in, 100, out, NULL), GS_SUCCESS);
     CHECK_INT(cuda_log_lines("cuModuleGetFunction gs_reduce_f32_sum_f32") - lookups, 1); /* once */
     CHECK_INT(cuda_log_lines("cuModuleLoadData fatbin") - loads, 1);
-    /* the integer types' at the first of their calls, once */
+    /* the integer types' and the other float types' at the first of their calls, once each */
     CHECK_STATUS(gs_reduce(ctx, (const void *)(uintptr_t)in, 100, GS_INT32, GS_OP_MAX, (void *)(uintptr_t)out, NULL),
                  GS_SUCCESS);
     CHECK_STATUS(gs_reduce(ctx, (const void *)(uintptr_t)in, 100, GS_UINT8, GS_OP_SUM, (void *)(uintptr_t)out, NULL),
                  GS_SUCCESS);
     CHECK_INT(cuda_log_lines("cuModuleLoadData fatbin") - loads, 2);
     CHECK_INT(cuda_log_lines("cuModuleGetFunction gs_reduce_i32_max_i32") - lookups, 1);
+    CHECK_STATUS(gs_reduce(ctx, (const void *)(uintptr_t)in, 100, GS_FLOAT64, GS_OP_MIN, (void *)(uintptr_t)out, NULL),
+                 GS_SUCCESS);
+    CHECK_STATUS(gs_reduce(ctx, (const void *)(uintptr_t)in, 100, GS_BFLOAT16, GS_OP_SUM, (void *)(uintptr_t)out, NULL),
+                 GS_SUCCESS);
+    CHECK_INT(cuda_log_lines("cuModuleLoadData fatbin") - loads, 3);
     int64_t *o = (int64_t *)(uintptr_t)offs;
     for (int j = 0; j <= 10; j++)
         o[j] = 100 * j;
@@ -290,9 +296,9 @@ static int real_lazy(void)
     CHECK_STATUS(gs_reduce_ex(ctx, (const void *)(uintptr_t)in, 100, GS_FLOAT32, GS_OP_SUM, (void *)(uintptr_t)out,
                               NULL, &opt),
                  GS_SUCCESS);
-    CHECK_INT(cuda_log_lines("cuModuleLoadData fatbin") - loads, 5); /* floats, integers, segmented twice, exact */
+    CHECK_INT(cuda_log_lines("cuModuleLoadData fatbin") - loads, 6); /* f32, floats, ints, segmented twice, exact */
     CHECK_STATUS(gs_context_destroy(ctx), GS_SUCCESS);
-    CHECK_RELEASED(with_buffers); /* all four modules unloaded */
+    CHECK_RELEASED(with_buffers); /* all five modules unloaded */
     return 0;
 }
 
