@@ -261,18 +261,20 @@ static int real_lazy(void)
     CHECK_STATUS(reduce_f32(ctx, in, 100, out, NULL), GS_SUCCESS);
     CHECK_INT(cuda_log_lines("cuModuleGetFunction gs_reduce_f32_sum_f32") - lookups, 1); /* once */
     CHECK_INT(cuda_log_lines("cuModuleLoadData fatbin") - loads, 1);
-    /* the integer types' and the other float types' at the first of their calls, once each */
-    CHECK_STATUS(gs_reduce(ctx, (const void *)(uintptr_t)in, 100, GS_INT32, GS_OP_MAX, (void *)(uintptr_t)out, NULL),
-                 GS_SUCCESS);
-    CHECK_STATUS(gs_reduce(ctx, (const void *)(uintptr_t)in, 100, GS_UINT8, GS_OP_SUM, (void *)(uintptr_t)out, NULL),
-                 GS_SUCCESS);
-    CHECK_INT(cuda_log_lines("cuModuleLoadData fatbin") - loads, 2);
+    /* the integer types' and the other float types' modules at the first of their calls,
+     * once each (loads: the modules loaded since before the context, after the call) */
+    static const struct {
+        gs_dtype dtype;
+        gs_op op;
+        int loads;
+    } firsts[] = {{GS_INT32, GS_OP_MAX, 2}, {GS_UINT8, GS_OP_SUM, 2}, {GS_FLOAT64, GS_OP_MIN, 3}, {GS_BFLOAT16, GS_OP_SUM, 3}};
+    for (size_t i = 0; i < sizeof firsts / sizeof firsts[0]; i++) {
+        CHECK_STATUS(gs_reduce(ctx, (const void *)(uintptr_t)in, 100, firsts[i].dtype, firsts[i].op,
+                               (void *)(uintptr_t)out, NULL),
+                     GS_SUCCESS);
+        CHECK_INT(cuda_log_lines("cuModuleLoadData fatbin") - loads, firsts[i].loads);
+    }
     CHECK_INT(cuda_log_lines("cuModuleGetFunction gs_reduce_i32_max_i32") - lookups, 1);
-    CHECK_STATUS(gs_reduce(ctx, (const void *)(uintptr_t)in, 100, GS_FLOAT64, GS_OP_MIN, (void *)(uintptr_t)out, NULL),
-                 GS_SUCCESS);
-    CHECK_STATUS(gs_reduce(ctx, (const void *)(uintptr_t)in, 100, GS_BFLOAT16, GS_OP_SUM, (void *)(uintptr_t)out, NULL),
-                 GS_SUCCESS);
-    CHECK_INT(cuda_log_lines("cuModuleLoadData fatbin") - loads, 3);
     int64_t *o = (int64_t *)(uintptr_t)offs;
     for (int j = 0; j <= 10; j++)
         o[j] = 100 * j;
