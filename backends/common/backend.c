@@ -119,7 +119,8 @@ static gs_status be_open(const gs_backend_device *dev, gs_backend_instance **out
     const char *forced = secure_getenv("GRIDSYNC_TEST_EXACT_GRID");
     if (forced && *forced) {
         const unsigned long g = strtoul(forced, NULL, 10);
-        inst->exact_grid = g > 0 && g <= (1ul << 20) ? (unsigned int)g : 0; /* exact.cuh: < 2^29 */
+        /* at most GS_MAX_BLOCKS: the workspace holds that many partials (exact_grid.cuh) */
+        inst->exact_grid = g > 0 && g <= GS_MAX_BLOCKS ? (unsigned int)g : 0;
         gs_host->log(GS_LOG_DEBUG, "%s backend: GRIDSYNC_TEST_EXACT_GRID=%s: exact sums on %u blocks",
                      GS_BACKEND_NAME, forced, inst->exact_grid);
     }
@@ -195,7 +196,8 @@ static gs_status launch(const gs_kernel_slot *s, const char *name, unsigned int 
 }
 
 /* An exact sum (exact.cuh): gs_reduce's grid, but at least n / GS_EXACT_BLOCK_ELEMENTS
- * blocks (the kernel's limb bound), or what GRIDSYNC_TEST_EXACT_GRID forces (no less). */
+ * blocks (the kernel's limb bound), or what GRIDSYNC_TEST_EXACT_GRID forces (no less);
+ * never more than GS_MAX_BLOCKS, whose partials the workspace holds. */
 static gs_status exact_reduce(gs_backend_instance *inst, const gs_backend_reduce_args *a)
 {
     const int k = a->op == GS_OP_SUM ? find_exact(a->dtype, a->out_dtype) : -1;
@@ -204,6 +206,11 @@ static gs_status exact_reduce(gs_backend_instance *inst, const gs_backend_reduce
     if (st != GS_SUCCESS)
         return st;
     const uint64_t least = (a->n + GS_EXACT_BLOCK_ELEMENTS - 1) / GS_EXACT_BLOCK_ELEMENTS;
+    if (least > GS_MAX_BLOCKS) { /* more than 2^39 elements: more partials than the workspace holds */
+        gs_host->set_error("%s backend: an exact sum takes at most %llu elements, not %llu", GS_BACKEND_NAME,
+                           (unsigned long long)GS_MAX_BLOCKS * GS_EXACT_BLOCK_ELEMENTS, (unsigned long long)a->n);
+        return GS_ERROR_INVALID_ARGUMENT;
+    }
     uint64_t grid = inst->exact_grid ? inst->exact_grid
                                      : gs_grid_for(a->n, gs_dtype_size(a->dtype), inst->l2_bytes, s->max_blocks,
                                                    s->max_blocks_dram);
