@@ -1,7 +1,7 @@
 /*
  * A float sum kept exact in doubles, or marked lost (exact.cuh's fast path for sums that
  * one block or one thread can finish, seg_exact.cuh's segments): OpCheckedSum<T> is an op
- * in reduce.cuh's sense (identity, lift, combine, result) whose accumulator is one double
+ * in ops.cuh's sense (identity, lift, combine, result) whose accumulator is one double
  * for float16, bfloat16 and float32 elements and two (hi + lo) for float64. Every addition
  * is checked to be exact with Dekker's test (exact_checked_add: fl(s - a) == b and
  * fl(s - b) == a); one that is not, a NaN or an infinity (x + inf fails the test, inf -
