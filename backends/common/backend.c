@@ -47,9 +47,12 @@ static int find_exact(gs_dtype dtype, gs_dtype out)
     return -1;
 }
 
-/* The index in gs_kernel_table_exact[] of dtype's exact segmented kernel; -1 if none. */
-static int find_segexact(gs_dtype dtype)
+/* The index in gs_kernel_table_exact[] of the exact segmented kernel for op over dtype into
+ * out (a SUM into dtype itself); -1 if none. */
+static int find_segexact(gs_dtype dtype, gs_op op, gs_dtype out)
 {
+    if (op != GS_OP_SUM || out != dtype)
+        return -1;
     for (int k = GS_NEXACT_PLAIN; k < GS_NEXACT_KERNELS; k++)
         if (gs_kernel_table_exact[k].dtype == dtype)
             return k;
@@ -157,7 +160,7 @@ static gs_status be_query_reduce_flags(const gs_backend_instance *inst, gs_dtype
     if (!flags)
         return be_query_reduce(inst, dtype, op, out);
     if (flags == GS_BACKEND_SEGMENTED_EXACT)
-        return op == GS_OP_SUM && out == dtype && find_segexact(dtype) >= 0 ? GS_SUCCESS : GS_ERROR_UNSUPPORTED;
+        return find_segexact(dtype, op, out) >= 0 ? GS_SUCCESS : GS_ERROR_UNSUPPORTED;
     if ((flags != GS_BACKEND_REDUCE_EXACT && flags != GS_BACKEND_REDUCE_EXACT_ACCUMULATOR) || op != GS_OP_SUM)
         return GS_ERROR_UNSUPPORTED;
     return find_exact(dtype, out) >= 0 ? GS_SUCCESS : GS_ERROR_UNSUPPORTED;
@@ -283,7 +286,7 @@ static gs_status be_segmented_reduce(gs_backend_instance *inst, const gs_backend
     const int exact = a->struct_size >= offsetof(gs_backend_segmented_args, flags) + sizeof a->flags &&
                       (a->flags & GS_BACKEND_SEGMENTED_EXACT);
     const gs_family family = exact ? GS_FAM_EXACT : GS_FAM_SEGMENTED;
-    const int k = exact ? (a->op == GS_OP_SUM && a->out_dtype == a->dtype ? find_segexact(a->dtype) : -1)
+    const int k = exact ? find_segexact(a->dtype, a->op, a->out_dtype)
                         : lookup(seg_kernel_index, a->dtype, a->op, a->out_dtype);
     if (k < 0)
         return kernel_for(inst, family, k, a->op, a->dtype, a->out_dtype, NULL);
