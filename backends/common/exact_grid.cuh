@@ -48,11 +48,6 @@ __device__ __forceinline__ void exact_write_checked(ExactDd v, uint64_t n, void 
         *(__nv_bfloat16 *)out = __double2bfloat16(x);
 }
 
-/* The last block's partials per thread: blocks t, t + kBlock, ... below GS_MAX_BLOCKS. */
-template <typename Policy> struct ExactGrid {
-    static const int kMaxPartials = (GS_MAX_BLOCKS + Policy::kBlock - 1) / Policy::kBlock;
-};
-
 /* The partials p (thread t's, as exact_grid_finish loads them) that are not lost, added
  * with Chk's checked additions (OpCheckedSum: each must be one double; OpCheckedSumDd),
  * then over the block: the sum, valid in thread 0, or lost when an addition was inexact.
@@ -80,7 +75,8 @@ __device__ __noinline__ void exact_grid_finish(ExactShared &acc, bool fast, Exac
 {
     typedef OpCheckedSumDd<T> Chk;
     typedef typename Chk::Acc C;
-    const int kMaxPartials = ExactGrid<Policy>::kMaxPartials;
+    /* the last block's partials per thread: blocks t, t + kBlock, ... below GS_MAX_BLOCKS */
+    const int kMaxPartials = (GS_MAX_BLOCKS + Policy::kBlock - 1) / Policy::kBlock;
     const unsigned int t = threadIdx.x;
     if (gridDim.x == 1) {
         if (!fast)
