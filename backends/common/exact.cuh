@@ -214,25 +214,28 @@ __device__ __forceinline__ void exact_scalar(T x, F (&a)[K], ExactShared &acc, b
     exact_add<F, K>(a, (F)exact_widen<T>(x), acc);
 }
 
-/* The thread's expansions and spill terms as one accumulator of Chk (OpCheckedSum or
- * OpCheckedSumDd; lost if that cannot be exact). The leading terms keep their zero signs;
- * the others are error terms, whose zeros are skipped. */
+/* The thread's expansions and spill terms as one fold of Chk's checked additions
+ * (OpExactTree<OpCheckedSum> or <OpCheckedSumDd>; not ok if that cannot be exact). The
+ * leading terms keep their zero signs; the others are error terms, whose zeros are
+ * skipped. */
 template <typename Chk, typename T, typename F, int K, int kU>
-__device__ __forceinline__ typename Chk::Acc exact_checked_of(const F (&a)[kU][K], const F *spill, int stride)
+__device__ __forceinline__ typename OpExactTree<Chk>::Acc exact_checked_of(const F (&a)[kU][K], const F *spill,
+                                                                            int stride)
 {
-    typename Chk::Acc v = Chk::identity();
+    typedef OpExactTree<Chk> Tree;
+    typename Tree::Acc v = Tree::identity();
 #pragma unroll
     for (int u = 0; u < kU; u++) {
-        v = Chk::combine(v, Chk::term((double)a[u][0]));
+        v = Tree::combine(v, Tree::of(Chk::term((double)a[u][0])));
 #pragma unroll
         for (int k = 1; k < K; k++)
             if (a[u][k] != F(0))
-                v = Chk::combine(v, Chk::term((double)a[u][k]));
+                v = Tree::combine(v, Tree::of(Chk::term((double)a[u][k])));
     }
     if (ExactIn<T>::kSpill)
         for (int k = 0; k < 2; k++)
             if (spill[k * stride] != F(0))
-                v = Chk::combine(v, Chk::term((double)spill[k * stride]));
+                v = Tree::combine(v, Tree::of(Chk::term((double)spill[k * stride])));
     return v;
 }
 
@@ -242,15 +245,16 @@ __device__ __forceinline__ typename Chk::Acc exact_checked_of(const F (&a)[kU][K
  * in thread 0's v. Every thread; holds barriers. */
 template <typename Policy, typename Chk, typename T, typename F, int K, int kU>
 __device__ __forceinline__ bool exact_block_try(const F (&a)[kU][K], const F *spill,
-                                                typename Policy::template Scratch<typename Chk::Acc> &s, int &lost,
-                                                ExactDd &v)
+                                                typename Policy::template Scratch<typename OpExactTree<Chk>::Acc> &s,
+                                                int &lost, ExactDd &v)
 {
-    const typename Chk::Acc d =
-        Policy::template block_reduce<Chk>(exact_checked_of<Chk, T, F, K, kU>(a, spill, Policy::kBlock), s);
+    typedef OpExactTree<Chk> Tree;
+    const typename Tree::Acc d =
+        Policy::template block_reduce<Tree>(exact_checked_of<Chk, T, F, K, kU>(a, spill, Policy::kBlock), s);
     if (threadIdx.x == 0)
-        lost = Chk::lost(d);
+        lost = Tree::lost(d);
     __syncthreads();
-    v = Chk::to_dd(d);
+    v = Chk::to_dd(d.v);
     return !lost;
 }
 

@@ -23,10 +23,11 @@
 
 namespace gs {
 
-/* The block reductions' shared memory, for one double or for two (used one after the other). */
+/* The block reductions' shared memory, for one double or for two (used one after the
+ * other), each with its flag (OpExactTree). */
 template <typename Policy> union ExactScratch {
-    typename Policy::template Scratch<double> d;
-    typename Policy::template Scratch<ExactDd> dd;
+    typename Policy::template Scratch<ExactFlagged<double> > d;
+    typename Policy::template Scratch<ExactFlagged<ExactDd> > dd;
 };
 
 /* The fast path's result: the exact sum v (of n elements) rounded once to out_dtype (for
@@ -53,15 +54,16 @@ __device__ __forceinline__ void exact_write_checked(ExactDd v, uint64_t n, void 
  * then over the block: the sum, valid in thread 0, or lost when an addition was inexact.
  * Every thread; holds a barrier. */
 template <typename Policy, typename Chk, int kMax>
-__device__ __forceinline__ typename Chk::Acc exact_fold_partials(const ExactDd (&p)[kMax],
-                                                                 typename Policy::template Scratch<typename Chk::Acc> &s)
+__device__ __forceinline__ typename OpExactTree<Chk>::Acc
+exact_fold_partials(const ExactDd (&p)[kMax], typename Policy::template Scratch<typename OpExactTree<Chk>::Acc> &s)
 {
-    typename Chk::Acc w = Chk::identity();
+    typedef OpExactTree<Chk> Tree;
+    typename Tree::Acc w = Tree::identity();
 #pragma unroll
     for (int k = 0; k < kMax; k++)
         if (threadIdx.x + (unsigned int)k * Policy::kBlock < gridDim.x && !OpCheckedSumDd<double>::lost(p[k]))
-            w = Chk::combine(w, Chk::of_dd(p[k]));
-    return Policy::template block_reduce<Chk>(w, s);
+            w = Tree::combine(w, Tree::of(Chk::of_dd(p[k])));
+    return Policy::template block_reduce<Tree>(w, s);
 }
 
 /* The block's end, every thread: fast, v (valid in thread 0) the block's exact sum; else
@@ -146,18 +148,19 @@ __device__ __noinline__ void exact_grid_finish(ExactShared &acc, bool fast, Exac
     bool found = false; /* the same in every thread */
     if constexpr (sizeof(T) < 8) {
         typedef OpCheckedSum<T> Chk1;
-        const double w1 = exact_fold_partials<Policy, Chk1>(p, s.d);
+        const typename OpExactTree<Chk1>::Acc w1 = exact_fold_partials<Policy, Chk1>(p, s.d);
         if (t == 0)
-            all_lost = Chk1::lost(w1);
+            all_lost = !w1.ok;
         __syncthreads();
         found = !all_lost;
-        w = Chk1::to_dd(w1);
+        w = Chk1::to_dd(w1.v);
     }
     if (!found) {
-        w = exact_fold_partials<Policy, Chk>(p, s.dd);
+        const typename OpExactTree<Chk>::Acc w2 = exact_fold_partials<Policy, Chk>(p, s.dd);
         if (t == 0)
-            all_lost = Chk::lost(w);
+            all_lost = !w2.ok;
         __syncthreads();
+        w = w2.v;
     }
     if (!slow && !all_lost) {
         if (t == 0) {

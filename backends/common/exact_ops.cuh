@@ -90,10 +90,12 @@ template <typename T> struct OpCheckedSum {
     static __device__ __forceinline__ Acc identity() { return -0.0; }
     static __device__ __forceinline__ Acc lift(T x, int64_t) { return (double)widen(x); }
     static __device__ __forceinline__ Acc term(double x) { return x; }
+    /* a + b, and ok cleared unless it is exact: the value does not wait for the test */
+    static __device__ __forceinline__ Acc add(Acc a, Acc b, bool &ok) { return exact_checked_add(a, b, ok); }
     static __device__ __forceinline__ Acc combine(Acc a, Acc b)
     {
         bool ok = true;
-        const double t = exact_checked_add(a, b, ok);
+        const double t = add(a, b, ok);
         return ok ? t : lost_acc();
     }
     static __device__ __forceinline__ bool lost(Acc a) { return a != a; }
@@ -128,14 +130,20 @@ template <typename T> struct OpCheckedSumDd {
     static __device__ __forceinline__ Acc identity() { return Acc{-0.0, 0.0}; }
     static __device__ __forceinline__ Acc lift(T x, int64_t) { return Acc{(double)widen(x), 0.0}; }
     static __device__ __forceinline__ Acc term(double x) { return Acc{x, 0.0}; }
-    static __device__ __forceinline__ Acc combine(Acc a, Acc b)
+    static __device__ __forceinline__ Acc add(Acc a, Acc b, bool &ok)
     {
         double s, e;
         two_sum(a.hi, b.hi, s, e); /* exact unless s overflows */
-        bool ok = __dsub_rn(s, s) == 0.0;
+        ok &= __dsub_rn(s, s) == 0.0;
         double l = exact_checked_add(a.lo, b.lo, ok);
         l = exact_checked_add(l, e, ok);
-        return ok ? Acc{s, l} : lost_acc();
+        return Acc{s, l};
+    }
+    static __device__ __forceinline__ Acc combine(Acc a, Acc b)
+    {
+        bool ok = true;
+        const Acc t = add(a, b, ok);
+        return ok ? t : lost_acc();
     }
     static __device__ __forceinline__ bool lost(Acc a) { return a.hi != a.hi; }
     static __device__ __forceinline__ Acc lost_acc()
@@ -175,6 +183,36 @@ template <typename T> struct OpCheckedSumDd {
 };
 template <> struct OpCheckedSum<double> : OpCheckedSumDd<double> {
     static __device__ __forceinline__ double result(Acc a) { return value(a); }
+};
+
+/* Chk's sum (OpCheckedSum, OpCheckedSumDd) for the block folds of exact sums (exact.cuh's
+ * block tries, exact_grid.cuh's last block), whether every addition was exact carried
+ * beside the value instead of in it. Chk::combine must test its addition before it can
+ * poison its result, which put two subtractions, two compares and a select between one
+ * level of a shuffle tree and the next; here only the addition is, and the tests run
+ * beside it (their flags meet in an and). A fold's value means something only when ok.
+ * Adding the identity changes no sum, so the block reduction may skip it
+ * (IdentityFree, ops.cuh). */
+template <typename V> struct ExactFlagged {
+    V v;
+    unsigned int ok;
+};
+template <typename Chk> struct OpExactTree {
+    typedef typename Chk::Acc V;
+    typedef ExactFlagged<V> Acc;
+    static __device__ __forceinline__ Acc identity() { return Acc{Chk::identity(), 1u}; }
+    /* a value as a one-term fold: not ok when it is itself lost */
+    static __device__ __forceinline__ Acc of(V v) { return Acc{v, Chk::lost(v) ? 0u : 1u}; }
+    static __device__ __forceinline__ Acc combine(Acc a, Acc b)
+    {
+        bool ok = (a.ok & b.ok) != 0;
+        const V t = Chk::add(a.v, b.v, ok);
+        return Acc{t, ok ? 1u : 0u};
+    }
+    static __device__ __forceinline__ bool lost(Acc a) { return !a.ok; }
+};
+template <typename Chk> struct IdentityFree<OpExactTree<Chk> > {
+    static const bool value = true;
 };
 
 } // namespace gs

@@ -284,6 +284,11 @@ template <typename T> struct OpArgKey128 {
     }
     static __host__ __device__ __forceinline__ int64_t result(Acc k) { return k.lo ? (int64_t)~k.lo : -1; }
 };
+/* Whether combine(v, identity()) may be left out (it is v, or, for exact sums, the same
+ * number): then PolicySm20::block_reduce folds the warps' values only, not a whole warp's
+ * worth of them. Not for the default float sums: -0.0 + 0.0 is +0.0. */
+template <typename Op> struct IdentityFree { static const bool value = false; };
+
 template <typename Op> struct IsArgKey { static const bool value = false; };
 template <typename T> struct IsArgKey<OpArgKey<T> > { static const bool value = true; };
 

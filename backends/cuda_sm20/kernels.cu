@@ -53,7 +53,8 @@ struct PolicySm20 {
         return a;
     }
 
-    template <typename Op>
+    /* The lanes below kLanes (a power of two) combined, the result in lane 0. */
+    template <typename Op, int kLanes = 32>
     static __device__ __forceinline__ typename Op::Acc warp_reduce(typename Op::Acc v)
     {
 #ifdef GS_REDUX
@@ -69,12 +70,16 @@ struct PolicySm20 {
         {
             /* Lane i combines with lane i + off (left operand the lower index): a fixed tree. */
 #pragma unroll
-            for (int off = 16; off > 0; off >>= 1)
+            for (int off = kLanes / 2; off > 0; off >>= 1)
                 v = Op::combine(v, shfl_down(v, off));
             return v;
         }
     }
 
+    /* The lanes the second stage combines: the warps' values rounded up to a power of two
+     * where the identity need not be added (IdentityFree: the exact sums' folds, 3 levels
+     * of shuffles instead of 5 for 8 warps), else all 32, for the default ops' fixed tree. */
+    static const int kWarpsPow2 = kWarps <= 1 ? 1 : kWarps <= 2 ? 2 : kWarps <= 4 ? 4 : kWarps <= 8 ? 8 : kWarps <= 16 ? 16 : 32;
     template <typename Op>
     static __device__ __forceinline__ typename Op::Acc block_reduce(typename Op::Acc v,
                                                                     Scratch<typename Op::Acc> &s)
@@ -86,7 +91,7 @@ struct PolicySm20 {
         __syncthreads();
         if (warp == 0) {
             v = lane < kWarps ? s.warp[lane] : Op::identity();
-            v = warp_reduce<Op>(v);
+            v = warp_reduce<Op, gs::IdentityFree<Op>::value ? kWarpsPow2 : 32>(v);
         }
         return v;
     }
