@@ -214,23 +214,47 @@ __device__ __forceinline__ void exact_scalar(T x, F (&a)[K], ExactShared &acc, b
     exact_add<F, K>(a, (F)exact_widen<T>(x), acc);
 }
 
+/* One expansion a (a[0] its leading term, the others error terms) as a one-term fold of
+ * Chk: for two doubles (OpCheckedSumDd) the pair itself, hi + lo, no addition needed;
+ * else the terms added, the error terms' zeros skipped. */
+template <typename Chk, typename F, int K>
+__device__ __forceinline__ typename OpExactTree<Chk>::Acc exact_expansion_of(const F (&a)[K])
+{
+    typedef OpExactTree<Chk> Tree;
+    if constexpr (K == 2 && sizeof(typename Chk::Acc) == sizeof(ExactDd))
+        return Tree::of(typename Chk::Acc{(double)a[0], (double)a[1]});
+    typename Tree::Acc v = Tree::of(Chk::term((double)a[0]));
+#pragma unroll
+    for (int k = 1; k < K; k++)
+        if (a[k] != F(0))
+            v = Tree::combine(v, Tree::of(Chk::term((double)a[k])));
+    return v;
+}
+
 /* The thread's expansions and spill terms as one fold of Chk's checked additions
- * (OpExactTree<OpCheckedSum> or <OpCheckedSumDd>; not ok if that cannot be exact). The
- * leading terms keep their zero signs; the others are error terms, whose zeros are
- * skipped. */
+ * (OpExactTree<OpCheckedSum> or <OpCheckedSumDd>; not ok if that cannot be exact): the
+ * expansions, then the spill terms that are not zero. Two-double expansions (float64's)
+ * are added pairwise (exact_fold_pairs), each a TwoSum and two checked additions deep;
+ * the others in a row, each one double addition deep, where a pairwise fold (and one of
+ * the last block's partials) cost cuda_sm11_compat's float32 kernel 4 bytes of spills on
+ * sm_90, and its sums at 2^24 .. 2^28 about a microsecond on an H100. */
 template <typename Chk, typename T, typename F, int K, int kU>
 __device__ __forceinline__ typename OpExactTree<Chk>::Acc exact_checked_of(const F (&a)[kU][K], const F *spill,
                                                                             int stride)
 {
     typedef OpExactTree<Chk> Tree;
-    typename Tree::Acc v = Tree::identity();
+    typename Tree::Acc v;
+    if constexpr (K == 2 && sizeof(typename Chk::Acc) == sizeof(ExactDd)) {
+        typename Tree::Acc e[kU];
 #pragma unroll
-    for (int u = 0; u < kU; u++) {
-        v = Tree::combine(v, Tree::of(Chk::term((double)a[u][0])));
+        for (int u = 0; u < kU; u++)
+            e[u] = exact_expansion_of<Chk, F, K>(a[u]);
+        v = exact_fold_pairs<Tree, kU>(e);
+    } else {
+        v = exact_expansion_of<Chk, F, K>(a[0]);
 #pragma unroll
-        for (int k = 1; k < K; k++)
-            if (a[u][k] != F(0))
-                v = Tree::combine(v, Tree::of(Chk::term((double)a[u][k])));
+        for (int u = 1; u < kU; u++)
+            v = Tree::combine(v, exact_expansion_of<Chk, F, K>(a[u]));
     }
     if (ExactIn<T>::kSpill)
         for (int k = 0; k < 2; k++)

@@ -215,4 +215,17 @@ template <typename Chk> struct IdentityFree<OpExactTree<Chk> > {
     static const bool value = true;
 };
 
+/* v[0] + ... + v[N - 1] with Tree's combine, pairwise (log2 N additions deep instead of
+ * N - 1 in a row): one thread's values, in v[0]. */
+template <typename Tree, int N>
+__device__ __forceinline__ typename Tree::Acc exact_fold_pairs(typename Tree::Acc (&v)[N])
+{
+#pragma unroll
+    for (int h = 1; h < N; h *= 2)
+#pragma unroll
+        for (int k = 0; k + h < N; k += 2 * h)
+            v[k] = Tree::combine(v[k], v[k + h]);
+    return v[0];
+}
+
 } // namespace gs
