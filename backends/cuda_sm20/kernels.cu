@@ -79,7 +79,8 @@ struct PolicySm20 {
     /* The lanes the second stage combines: the warps' values rounded up to a power of two
      * where the identity need not be added (IdentityFree: the exact sums' folds, 3 levels
      * of shuffles instead of 5 for 8 warps), else all 32, for the default ops' fixed tree. */
-    static const int kWarpsPow2 = kWarps <= 1 ? 1 : kWarps <= 2 ? 2 : kWarps <= 4 ? 4 : kWarps <= 8 ? 8 : kWarps <= 16 ? 16 : 32;
+    static const int kWarpsPow2 =
+        kWarps <= 1 ? 1 : kWarps <= 2 ? 2 : kWarps <= 4 ? 4 : kWarps <= 8 ? 8 : kWarps <= 16 ? 16 : 32;
     template <typename Op>
     static __device__ __forceinline__ typename Op::Acc block_reduce(typename Op::Acc v,
                                                                     Scratch<typename Op::Acc> &s)
