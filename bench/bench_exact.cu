@@ -6,15 +6,20 @@
  * Each time is the median of `repeats` measurements; one measurement is a run of
  * back-to-back calls on one stream between two events, divided by the calls (the per-call
  * cost a loop of reductions sees). Default and exact alternate, so drifts of clock and
- * temperature hit both. Data: uniform in [-1, 1), made on the device from a seed; every
- * exact result is checked bitwise against hostref's exact sum (sizes up to 2^24) or
- * against the other backend's (beyond), so a fast wrong answer cannot pass.
+ * temperature hit both. Where a kernel takes less than the host needs to launch a call,
+ * that per-call cost is the host's launch rate, which moves between machines; so each is
+ * also timed queued (launch_timer.cuh's way): the run waits behind a kernel that spins
+ * until the host has launched every call, and its events time the GPU alone. Data:
+ * uniform in [-1, 1), made on the device from a seed; every exact result is checked
+ * bitwise against hostref's exact sum (sizes up to 2^24) or against the other backend's
+ * (beyond), so a fast wrong answer cannot pass.
  *
  *   gridsync-bench-exact [--quick] [--csv FILE] [--max-log2 N]
  *
  * Prints a table: dtype, n, backend, default us, exact us, exact/default throughput,
- * exact - default in us, and CUB's deterministic sum (DeviceReduce::Sum with the
- * gpu_to_gpu requirement) in us for float32 and float64 when the CUB headers have it
+ * exact - default in us, the same two times and their difference queued, and CUB's
+ * deterministic sum (DeviceReduce::Sum with the gpu_to_gpu requirement) in us for float32
+ * and float64 when the CUB headers have it
  * (meson -Dbench-cccl=<a CCCL source tree>; CUDA 13.0's own CUB does not): run on the same
  * buffers in the same rounds, checked to lie within n^2 u of the exact sum.
  */
@@ -22,6 +27,7 @@
 #include <ctime>
 
 #include "bench_common.cuh" /* CK, GS_CK, median */
+#include "launch_timer.cuh" /* bench_spin */
 
 /* CUB's deterministic sum (cub::DeviceReduce::Sum with the gpu_to_gpu requirement, float
  * and double only), when the CUB headers have it: CCCL 3.1 and later, not CUDA 13.0's
@@ -137,10 +143,11 @@ static int run(int argc, char **argv)
     CK(cudaEventCreate(&e1));
     FILE *csv = csv_path ? fopen(csv_path, "w") : nullptr;
     if (csv)
-        fprintf(csv, "device,dtype,n,backend,default_us,exact_us,ratio,delta_us,cub_g2g_us,cub_version\n");
+        fprintf(csv, "device,dtype,n,backend,default_us,exact_us,ratio,delta_us,cub_g2g_us,cub_version,"
+                     "default_queued_us,exact_queued_us,delta_queued_us\n");
     printf("CUB %s (gpu_to_gpu column: %s)\n", cub_version, BENCH_G2G ? "yes, float32 and float64" : "no, these CUB headers lack it");
-    printf("%-5s %10s %-17s %11s %11s %8s %9s %9s\n", "dtype", "n", "backend", "default us", "exact us", "ratio",
-           "delta us", "g2g us");
+    printf("%-5s %10s %-17s %11s %11s %8s %9s %9s %9s %9s %9s\n", "dtype", "n", "backend", "default us", "exact us",
+           "ratio", "delta us", "def q us", "exact q", "delta q", "g2g us");
     const gs_dtype types[4] = {GS_FLOAT32, GS_FLOAT64, GS_FLOAT16, GS_BFLOAT16};
     int failures = 0;
     std::vector<unsigned char> host;
@@ -175,13 +182,21 @@ static int run(int argc, char **argv)
                  * into its own output slot */
                 const bool g2g = BENCH_G2G && c == 0 && (t == GS_FLOAT32 || t == GS_FLOAT64);
                 void *cub_out = (char *)out + 32;
-                std::vector<double> td, te, tc;
+                std::vector<double> td, te, tc, qd, qe;
                 for (int r = 0; r < repeats + 1; r++) {
-                    for (int v = 0; v < (g2g ? 3 : 2); v++) {
+                    /* v: default, exact, CUB; then default and exact queued behind a spin of
+                     * 5 us per call (a launch through the API takes about 2 .. 5 here) */
+                    for (int v = 0; v < (g2g ? 3 : 2) + 2; v++) {
+                        const bool queued = v >= (g2g ? 3 : 2);
+                        const int w = queued ? v - (g2g ? 3 : 2) : v; /* 0 default, 1 exact, 2 CUB */
+                        if (queued) {
+                            bench_spin<<<1, 1, 0, stream>>>(100000ull + 5000ull * (unsigned long long)calls);
+                            CK(cudaGetLastError());
+                        }
                         CK(cudaEventRecord(e0, stream));
                         for (int k = 0; k < calls; k++) {
-                            if (v < 2)
-                                GS_CK(gs_reduce_ex(ctxs[c].ctx, buf, n, t, GS_OP_SUM, out, stream, v ? &exact : nullptr));
+                            if (w < 2)
+                                GS_CK(gs_reduce_ex(ctxs[c].ctx, buf, n, t, GS_OP_SUM, out, stream, w ? &exact : nullptr));
 #if BENCH_G2G
                             else if (t == GS_FLOAT32)
                                 cub_g2g_sum<float>(buf, cub_out, n, stream);
@@ -194,7 +209,7 @@ static int run(int argc, char **argv)
                         float ms;
                         CK(cudaEventElapsedTime(&ms, e0, e1));
                         if (r > 0) /* the first round warms up */
-                            (v == 2 ? tc : v ? te : td).push_back(1000.0 * ms / calls);
+                            (queued ? (w ? qe : qd) : w == 2 ? tc : w ? te : td).push_back(1000.0 * ms / calls);
                     }
                 }
                 uint64_t got = 0;
@@ -228,15 +243,16 @@ static int run(int argc, char **argv)
                         failures++;
                     }
                 }
-                const double d = median(td), x = median(te);
+                const double d = median(td), x = median(te), qdm = median(qd), qem = median(qe);
                 char g2g_us[32] = "";
                 if (g2g)
                     snprintf(g2g_us, sizeof g2g_us, "%.3f", median(tc));
-                printf("%-5s %10" PRIu64 " %-17s %11.2f %11.2f %8.3f %9.2f %9s\n", tname(t), n,
-                       ctxs[c].backend, d, x, d / x, x - d, g2g ? g2g_us : "-");
+                printf("%-5s %10" PRIu64 " %-17s %11.2f %11.2f %8.3f %9.2f %9.2f %9.2f %9.2f %9s\n", tname(t), n,
+                       ctxs[c].backend, d, x, d / x, x - d, qdm, qem, qem - qdm, g2g ? g2g_us : "-");
                 if (csv)
-                    fprintf(csv, "\"%s\",%s,%" PRIu64 ",%s,%.3f,%.3f,%.4f,%.3f,%s,%s\n", prop.name, tname(t), n,
-                            ctxs[c].backend, d, x, d / x, x - d, g2g_us, g2g ? cub_version : "");
+                    fprintf(csv, "\"%s\",%s,%" PRIu64 ",%s,%.3f,%.3f,%.4f,%.3f,%s,%s,%.3f,%.3f,%.3f\n", prop.name,
+                            tname(t), n, ctxs[c].backend, d, x, d / x, x - d, g2g_us, g2g ? cub_version : "", qdm, qem,
+                            qem - qdm);
             }
         }
     }
