@@ -214,14 +214,20 @@ __device__ __forceinline__ void exact_scalar(T x, F (&a)[K], ExactShared &acc, b
     exact_add<F, K>(a, (F)exact_widen<T>(x), acc);
 }
 
+/* Whether an expansion of K terms already is an accumulator of Chk: two terms, and Chk's
+ * two doubles (OpCheckedSumDd's hi + lo; float64's expansions). */
+template <typename Chk, int K> struct ExactIsPair {
+    static const bool value = K == 2 && sizeof(typename Chk::Acc) == sizeof(ExactDd);
+};
+
 /* One expansion a (a[0] its leading term, the others error terms) as a one-term fold of
- * Chk: for two doubles (OpCheckedSumDd) the pair itself, hi + lo, no addition needed;
- * else the terms added, the error terms' zeros skipped. */
+ * Chk: a pair (ExactIsPair) as it is, hi + lo, no addition needed; else the terms added,
+ * the error terms' zeros skipped. */
 template <typename Chk, typename F, int K>
 __device__ __forceinline__ typename OpExactTree<Chk>::Acc exact_expansion_of(const F (&a)[K])
 {
     typedef OpExactTree<Chk> Tree;
-    if constexpr (K == 2 && sizeof(typename Chk::Acc) == sizeof(ExactDd))
+    if constexpr (ExactIsPair<Chk, K>::value)
         return Tree::of(typename Chk::Acc{(double)a[0], (double)a[1]});
     typename Tree::Acc v = Tree::of(Chk::term((double)a[0]));
 #pragma unroll
@@ -233,8 +239,8 @@ __device__ __forceinline__ typename OpExactTree<Chk>::Acc exact_expansion_of(con
 
 /* The thread's expansions and spill terms as one fold of Chk's checked additions
  * (OpExactTree<OpCheckedSum> or <OpCheckedSumDd>; not ok if that cannot be exact): the
- * expansions, then the spill terms that are not zero. Two-double expansions (float64's)
- * are added pairwise (exact_fold_pairs), each a TwoSum and two checked additions deep;
+ * expansions, then the spill terms that are not zero. Pairs (ExactIsPair) are added
+ * pairwise (exact_fold_pairs), each a TwoSum and two checked additions deep;
  * the others in a row, each one double addition deep, where a pairwise fold (and one of
  * the last block's partials) cost cuda_sm11_compat's float32 kernel 4 bytes of spills on
  * sm_90, and its sums at 2^24 .. 2^28 about a microsecond on an H100. */
@@ -244,7 +250,7 @@ __device__ __forceinline__ typename OpExactTree<Chk>::Acc exact_checked_of(const
 {
     typedef OpExactTree<Chk> Tree;
     typename Tree::Acc v;
-    if constexpr (K == 2 && sizeof(typename Chk::Acc) == sizeof(ExactDd)) {
+    if constexpr (ExactIsPair<Chk, K>::value) {
         typename Tree::Acc e[kU];
 #pragma unroll
         for (int u = 0; u < kU; u++)
