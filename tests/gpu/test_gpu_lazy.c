@@ -1,8 +1,8 @@
 /*
  * gpu suite: the kernel families a backend loads at their first call (backends/common/
  * modules.h): the integer types' gs_reduce module, the segmented reduction's and the
- * exact sums' modules, and every kernel, are loaded by the call that first needs them. Checked on fresh contexts, so each case
- * meets a family not loaded yet:
+ * exact sums' modules, and every kernel, are loaded by the call that first needs them.
+ * Checked on fresh contexts, so each case meets a family not loaded yet:
  *
  * first-call: a first gs_segmented_reduce, exact gs_reduce_ex, gs_reduce of a float type
  *   and of an integer type (whose module is loaded then; host time to the end of the
