@@ -106,15 +106,23 @@ template <typename Op> struct GsMinBlocks {
 GS_KERNELS(GS_REDUCE_PICK)
 #endif
 
-/* The segmented kernels' minimum of resident blocks: the policy's kSegMinBlocks, at most
- * what the multiprocessor holds. */
-struct GsSegMinBlocks {
+/* The segmented kernels' minimum of resident blocks, at most what the multiprocessor
+ * holds: the policy's kSegMinBlocks for float32, float16 and bfloat16 inputs (their
+ * exact sums too; ARGMIN/ARGMAX excepted), kSegMinBlocksOther for the rest. */
+template <typename T> struct GsNarrowFloat { static const bool value = false; };
+template <> struct GsNarrowFloat<float> { static const bool value = true; };
+template <> struct GsNarrowFloat<__half> { static const bool value = true; };
+template <> struct GsNarrowFloat<__nv_bfloat16> { static const bool value = true; };
+template <typename Op> struct GsSegMinBlocks {
     static const int kFit = GS_ARCH_SM_THREADS / GS_POLICY::kBlock;
-    static const int value = GS_POLICY::kSegMinBlocks < kFit ? GS_POLICY::kSegMinBlocks : kFit;
+    static const bool kNarrow = GsNarrowFloat<typename Op::In>::value && !gs::IsArg<Op>::value;
+    static const int kWant = kNarrow ? GS_POLICY::kSegMinBlocks : GS_POLICY::kSegMinBlocksOther;
+    static const int value = kWant < kFit ? kWant : kFit;
 };
 
 #define GS_DEFINE_SEG_KERNEL(dt, op, o)                                                                \
-    extern "C" __global__ void __launch_bounds__(GS_POLICY::kBlock, GsSegMinBlocks::value)             \
+    extern "C" __global__ void __launch_bounds__(GS_POLICY::kBlock,                                    \
+                                                 GsSegMinBlocks<GS_OP_##op<GS_TYPE_##dt, GS_TYPE_##o> >::value) \
         gs_segreduce_##dt##_##op##_##o(const GS_TYPE_##dt *__restrict__ in, uint64_t n,                \
                                        const int64_t *__restrict__ offsets, uint64_t num_segments,     \
                                        GS_TYPE_##o *__restrict__ out, unsigned char *workspace,        \
@@ -152,7 +160,8 @@ GS_EXACT_KERNELS(GS_DEFINE_EXACT_KERNEL)
 /* The exact segmented sums' kernels: the segmented reduction with OpCheckedSum
  * (seg_exact.cuh), the segmented kernels' arguments. */
 #define GS_DEFINE_SEGEXACT_KERNEL(dt)                                                                  \
-    extern "C" __global__ void __launch_bounds__(GS_POLICY::kBlock, GsSegMinBlocks::value)             \
+    extern "C" __global__ void __launch_bounds__(GS_POLICY::kBlock,                                    \
+                                                 GsSegMinBlocks<gs::OpCheckedSum<GS_TYPE_##dt> >::value) \
         gs_segexact_##dt(const GS_TYPE_##dt *__restrict__ in, uint64_t n,                              \
                          const int64_t *__restrict__ offsets, uint64_t num_segments,                   \
                          GS_TYPE_##dt *__restrict__ out, unsigned char *workspace, uint64_t chunk,     \

@@ -8,7 +8,9 @@
  *   Policy::kMinBlocks             the minimum of resident blocks per multiprocessor the
  *                                  SUM and PROD kernels are compiled for (kernels.cuh;
  *                                  0: none)
- *   Policy::kSegMinBlocks          the same for the segmented kernels
+ *   Policy::kSegMinBlocks          the same for the segmented kernels of float32,
+ *                                  float16 and bfloat16 (kernels.cuh), and
+ *   Policy::kSegMinBlocksOther     for the other segmented kernels
  *   Policy::load16(p)              one 16-byte load of read-only input
  *   Policy::block_reduce<Op>(v, s) the block's combination of one value per thread,
  *                                  valid in thread 0; s is Policy::Scratch<Acc> in
@@ -25,7 +27,11 @@
  *   Policy::kGroupAlone            whether group_reduce holds no block-wide barrier, so a
  *                                  group with nothing to do may skip it
  *   Policy::group_reduce<Op>(v, s) their combination, valid in the group's first thread
- *   Policy::block_any2(p, q)       bit 0: whether p holds in any thread, bit 1: q; a barrier
+ *   Policy::block_compact(p, q, list, any_q)
+ *                                  the threads where p holds, in thread order, into
+ *                                  list[0, count) (returns count), and any_q whether q
+ *                                  holds in any thread; ends with a barrier that
+ *                                  publishes list
  *   Policy::block_count(p)         in how many threads p holds; a barrier
  * Everything else - the grid-stride loop, head/tail handling, the fences and the
  * protocol of docs/design.md - is here.

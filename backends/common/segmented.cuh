@@ -1,6 +1,6 @@
 /*
  * The segmented reduction in one launch, written once for both backends (the Policy is
- * reduce.cuh's, with kGroup, kGroupAlone, group_reduce, block_any2 and block_count).
+ * reduce.cuh's, with kGroup, kGroupAlone, group_reduce, block_compact and block_count).
  * docs/design.md, "The segmented reduction", has the protocol with its reasons.
  *
  * Work is split along the merge path of positions and segments: merge the n positions of
@@ -225,6 +225,7 @@ __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restri
      * order, read after the vote. */
     __shared__ uint64_t edge[4];
     __shared__ uint64_t round_off[Policy::kBlock + 1];
+    __shared__ unsigned short medium_list[Policy::kBlock]; /* a round's medium segments */
     __shared__ int give_up;
     __shared__ typename Write::Shared wshared;
     Write::begin(wshared);
@@ -289,40 +290,53 @@ __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restri
                     medium = true;
                 }
             }
-            unsigned int any = r >= 0 ? Policy::block_any2(medium, longer) : 2u;
+            /* The round's medium segments, listed in order (their places q in the
+             * round), and whether any is long. */
+            bool any_long = r < 0;
+            unsigned int nmedium = 0;
+            if (r >= 0)
+                nmedium = Policy::block_compact(medium, longer, medium_list, any_long);
             /* Past out-of-order offsets the owned segments are no longer known to be
              * disjoint: their results are unspecified, and reading them could cost up to
              * chunk elements each, so the chunk stops here (the short ones above read 64
              * bytes at most). */
             const bool stop = r >= 0 && give_up;
-            if (stop)
-                any = 0;
-            if (any & 1u) {
-                /* group g takes segments base + g, base + g + kGroups, ...; every group
-                 * runs the same trip count and calls group_reduce each time (with the
-                 * identity when its segment is not a medium one), so the call is uniform
-                 * even where group_reduce holds block-wide barriers; where it holds none
-                 * (kGroupAlone) a group skips the segments that are not its medium ones. */
-#pragma unroll 1
-                for (uint64_t first = base; first < rend; first += kGroups) {
-                    const uint64_t jj = first + group;
-                    bool mine = false;
-                    uint64_t sb = 0, se = 0;
-                    if (jj < rend) {
-                        sb = round_off[jj - base];
-                        const bool outgoing = seg_owned(sb, round_off[jj - base + 1], jj, hi, ce, &se);
-                        mine = se - sb > kShort && se - sb < kLong && !outgoing;
-                    }
-                    if (Policy::kGroupAlone && !mine)
-                        continue; /* the same for the whole group: jj is the group's */
-                    Acc a = mine ? accumulate<Policy, Op>(in + sb, se - sb, 0, lane, Policy::kGroup)
-                                 : Op::identity();
-                    a = Policy::template group_reduce<Op>(a, scratch);
-                    if (mine && lane == 0)
-                        Write::emit(wshared, &out[jj], a, (uint32_t)(jj - base), se - sb);
-                }
+            if (stop) {
+                nmedium = 0;
+                any_long = false;
             }
-            if (any & 2u) {
+            /* group g takes medium segments g, g + kGroups, ... of the list: a round of
+             * mostly short segments runs one trip per kGroups medium ones, not one per
+             * kGroups segments. Every group runs the same trip count and calls
+             * group_reduce each time (with the identity past the list's end), so the call
+             * is uniform even where group_reduce holds block-wide barriers; where it holds
+             * none (kGroupAlone) a group past the end stops. The list and the offsets come
+             * from shared memory, the same for the whole group; a segment is taken only if
+             * they too make it a medium one (a thread's own loads made the list, and the
+             * offsets may change under a caller's race: a medium segment reads fewer than
+             * kLong elements, whatever they hold). */
+#pragma unroll 1
+            for (unsigned int first = 0; first < nmedium; first += kGroups) {
+                const unsigned int m = first + group;
+                if (Policy::kGroupAlone && m >= nmedium)
+                    break;
+                uint32_t q = 0;
+                uint64_t sb = 0, se = 0;
+                bool mine = false;
+                if (m < nmedium) {
+                    q = medium_list[m];
+                    sb = round_off[q];
+                    const bool outgoing = seg_owned(sb, round_off[q + 1], base + q, hi, ce, &se);
+                    mine = se - sb > kShort && se - sb < kLong && !outgoing;
+                }
+                if (Policy::kGroupAlone && !mine)
+                    continue;
+                Acc a = mine ? accumulate<Policy, Op>(in + sb, se - sb, 0, lane, Policy::kGroup) : Op::identity();
+                a = Policy::template group_reduce<Op>(a, scratch);
+                if (mine && lane == 0)
+                    Write::emit(wshared, &out[base + q], a, q, se - sb);
+            }
+            if (any_long) {
                 const uint64_t ntasks = r < 0 ? 2 : rend - base;
 #pragma unroll 1
                 for (uint64_t q = 0; q < ntasks; q++) {

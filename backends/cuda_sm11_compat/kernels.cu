@@ -25,6 +25,7 @@ struct PolicySm11Compat {
      * merge-path kernel 72 .. 74 and the multiprocessor 3 blocks; with the bound the tiny
      * layout ran 1.17x and the uniform one 1.05x faster on an H100 (a few bytes of spills). */
     static const int kSegMinBlocks = 4;
+    static const int kSegMinBlocksOther = 4; /* every type alike (kernels.cuh) */
 
     /* One slot per thread; every level of the tree is separated by __syncthreads. */
     template <typename Acc> struct Scratch {
@@ -108,40 +109,68 @@ struct PolicySm11Compat {
         return v;
     }
 
-    /* A vote over the block: flags in shared memory, folded 16 at a time by the first
-     * threads, then the partial results by every thread; the last barrier lets the next
-     * call reuse the arrays. Sum (block_count) or bitwise or (block_any2). */
-    template <bool kSum> static __device__ __forceinline__ unsigned int block_vote(unsigned int bits)
+    /* In how many threads of the block p holds: flags in shared memory, counted 16 at a
+     * time by the first threads, then those counts by every thread; the last barrier lets
+     * the next call reuse the arrays. */
+    static __device__ __forceinline__ unsigned int block_count(bool p)
     {
         __shared__ unsigned char flag[kBlock];
         __shared__ unsigned short part[kBlock / 16];
         const unsigned int t = threadIdx.x;
-        flag[t] = (unsigned char)bits;
+        flag[t] = p ? 1 : 0;
         __syncthreads();
         if (t < kBlock / 16) {
             unsigned int c = 0;
 #pragma unroll
             for (int k = 0; k < 16; k++)
-                c = kSum ? c + flag[t * 16 + k] : c | flag[t * 16 + k];
+                c += flag[t * 16 + k];
             part[t] = (unsigned short)c;
         }
         __syncthreads();
         unsigned int total = 0;
 #pragma unroll
         for (int k = 0; k < kBlock / 16; k++)
-            total = kSum ? total + part[k] : total | part[k];
+            total += part[k];
         __syncthreads();
         return total;
     }
 
-    /* In how many threads of the block p holds. */
-    static __device__ __forceinline__ unsigned int block_count(bool p) { return block_vote<true>(p); }
-
-    /* Whether p (bit 0) and q (bit 1) hold in any thread of the block: one vote for both
-     * (the segmented reduction asks both once per round). */
-    static __device__ __forceinline__ unsigned int block_any2(bool p, bool q)
+    /* The threads where p holds, in thread order, into list[0, count) (count returned),
+     * and whether q holds in any thread: the same flags and counts per 16 threads (p's in
+     * the low half, q's in the high one), then a thread's place is the counts before its
+     * 16 and p's flags before it in its 16. The last barrier publishes list and lets the
+     * next call reuse the arrays. */
+    static __device__ __forceinline__ unsigned int block_compact(bool p, bool q, unsigned short *list, bool &any_q)
     {
-        return block_vote<false>((p ? 1u : 0u) | (q ? 2u : 0u));
+        __shared__ unsigned char flag[kBlock];
+        __shared__ unsigned int part[kBlock / 16];
+        const unsigned int t = threadIdx.x, first = t - t % 16;
+        flag[t] = (unsigned char)((p ? 1u : 0u) | (q ? 2u : 0u));
+        __syncthreads();
+        if (t < kBlock / 16) {
+            unsigned int c = 0;
+#pragma unroll
+            for (int k = 0; k < 16; k++) {
+                const unsigned int f = flag[t * 16 + k];
+                c += (f & 1u) | (f >> 1) << 16;
+            }
+            part[t] = c;
+        }
+        __syncthreads();
+        unsigned int before = 0, total = 0;
+#pragma unroll
+        for (int k = 0; k < kBlock / 16; k++) {
+            total += part[k];
+            before += (unsigned int)k < t / 16 ? part[k] : 0u;
+        }
+#pragma unroll
+        for (unsigned int k = 0; k < 16; k++)
+            before += first + k < t ? flag[first + k] & 1u : 0u;
+        if (p)
+            list[before & 0xffffu] = (unsigned short)t;
+        any_q = (total >> 16) != 0;
+        __syncthreads();
+        return total & 0xffffu;
     }
 
     /* The seed's 1.1 guard: thread 0 writes its ticket's verdict to shared memory, the

@@ -23,7 +23,13 @@ struct PolicySm20 {
     /* No minimum of resident blocks in the kernels' launch bounds: ptxas's own register
      * choice (cuda_sm11_compat explains why it sets one). */
     static const int kMinBlocks = 0;
-    static const int kSegMinBlocks = 0; /* the segmented kernels: none either (64 registers) */
+    /* The segmented kernels (kernels.cuh): float32, float16 and bfloat16 at 4 blocks of 256
+     * (64 registers). Left to itself, ptxas gave float32's kernels with the medium lists 66
+     * .. 72 registers and the multiprocessor 3 blocks; with the bound the benchmark's
+     * float32 layouts ran 9 .. 12 % faster on an H100 (bench/HISTORY.md, the medium lists).
+     * The others as ptxas chooses: at 4 blocks int32 and int64 spilled 40 .. 60 bytes. */
+    static const int kSegMinBlocks = 4;
+    static const int kSegMinBlocksOther = 0;
 
     /* One slot per warp; written by lane 0 of each warp, read by warp 0 after the barrier. */
     template <typename Acc> struct Scratch {
@@ -109,12 +115,31 @@ struct PolicySm20 {
     /* A warp's group_reduce is its own business: a warp without a medium segment skips it. */
     static const bool kGroupAlone = true;
 
-    /* Whether p (bit 0) and q (bit 1) hold in any thread of the block, and in how many
-     * threads p holds; each a barrier. */
-    static __device__ __forceinline__ unsigned int block_any2(bool p, bool q)
+    /* The threads where p holds, in thread order, into list[0, count) (count returned),
+     * and whether q holds in any thread: each warp's ballot, its count published by the
+     * barrier of __syncthreads_or(q); a thread's place is the counts of the warps before
+     * it and the ballot's bits below its lane. The last barrier publishes list and lets
+     * the next call reuse the counts. */
+    static __device__ __forceinline__ unsigned int block_compact(bool p, bool q, unsigned short *list, bool &any_q)
     {
-        return (__syncthreads_or(p) ? 1u : 0u) | (__syncthreads_or(q) ? 2u : 0u);
+        __shared__ unsigned int count[kWarps];
+        const unsigned int t = threadIdx.x, lane = t % 32, warp = t / 32;
+        const unsigned int b = __ballot_sync(0xffffffffu, p);
+        if (lane == 0)
+            count[warp] = __popc(b);
+        any_q = __syncthreads_or(q) != 0;
+        unsigned int before = __popc(b & ((1u << lane) - 1u)), total = 0;
+#pragma unroll
+        for (int w = 0; w < kWarps; w++) {
+            total += count[w];
+            before += (unsigned int)w < warp ? count[w] : 0u;
+        }
+        if (p)
+            list[before] = (unsigned short)t;
+        __syncthreads();
+        return total;
     }
+    /* In how many threads p holds; a barrier. */
     static __device__ __forceinline__ unsigned int block_count(bool p) { return (unsigned int)__syncthreads_count(p); }
 
     /* The seed's 2.0 guard: thread 0 takes the ticket, __syncthreads_or tells every thread
