@@ -215,6 +215,19 @@ template <typename Chk> struct IdentityFree<OpExactTree<Chk> > {
     static const bool value = true;
 };
 
+/* A chain of the checked sums' combines (ops.cuh's Fold) with the flag beside the value:
+ * only the additions are in a row, one select at the end. */
+template <typename T> struct Fold<OpCheckedSum<T> > {
+    typedef OpExactTree<OpCheckedSum<T> > Tree;
+    typedef typename Tree::Acc F;
+    static __device__ __forceinline__ F of(typename OpCheckedSum<T>::Acc a) { return Tree::of(a); }
+    static __device__ __forceinline__ F combine(F a, F b) { return Tree::combine(a, b); }
+    static __device__ __forceinline__ typename OpCheckedSum<T>::Acc value(F f)
+    {
+        return f.ok ? f.v : OpCheckedSum<T>::lost_acc();
+    }
+};
+
 /* v[0] + ... + v[N - 1] with Tree's combine, pairwise (log2 N additions deep instead of
  * N - 1 in a row): one thread's values, in v[0]. */
 template <typename Tree, int N>

@@ -289,6 +289,16 @@ template <typename T> struct OpArgKey128 {
  * worth of them. Not for the default float sums: -0.0 + 0.0 is +0.0. */
 template <typename Op> struct IdentityFree { static const bool value = false; };
 
+/* A chain of combines (cuda_sm11_compat's group folds) through Fold<Op>::F: value(of(a)
+ * combined with of(b), ...) is Op::combine(Op::combine(a, b), ...). By default F is the
+ * accumulator itself; the exact sums' carries its test beside it (exact_ops.cuh). */
+template <typename Op> struct Fold {
+    typedef typename Op::Acc F;
+    static __device__ __forceinline__ F of(typename Op::Acc a) { return a; }
+    static __device__ __forceinline__ F combine(F a, F b) { return Op::combine(a, b); }
+    static __device__ __forceinline__ typename Op::Acc value(F f) { return f; }
+};
+
 template <typename Op> struct IsArgKey { static const bool value = false; };
 template <typename T> struct IsArgKey<OpArgKey<T> > { static const bool value = true; };
 
