@@ -107,16 +107,11 @@ GS_KERNELS(GS_REDUCE_PICK)
 #endif
 
 /* The segmented kernels' minimum of resident blocks, at most what the multiprocessor
- * holds: the policy's kSegMinBlocks for float32, float16 and bfloat16 inputs (their
- * exact sums too; ARGMIN/ARGMAX excepted), kSegMinBlocksOther for the rest. */
-template <typename T> struct GsNarrowFloat { static const bool value = false; };
-template <> struct GsNarrowFloat<float> { static const bool value = true; };
-template <> struct GsNarrowFloat<__half> { static const bool value = true; };
-template <> struct GsNarrowFloat<__nv_bfloat16> { static const bool value = true; };
+ * holds: the policy's kSegMinBlocksArg for ARGMIN/ARGMAX, kSegMinBlocks for the rest
+ * (the exact sums too). */
 template <typename Op> struct GsSegMinBlocks {
     static const int kFit = GS_ARCH_SM_THREADS / GS_POLICY::kBlock;
-    static const bool kNarrow = GsNarrowFloat<typename Op::In>::value && !gs::IsArg<Op>::value;
-    static const int kWant = kNarrow ? GS_POLICY::kSegMinBlocks : GS_POLICY::kSegMinBlocksOther;
+    static const int kWant = gs::IsArg<Op>::value ? GS_POLICY::kSegMinBlocksArg : GS_POLICY::kSegMinBlocks;
     static const int value = kWant < kFit ? kWant : kFit;
 };
 

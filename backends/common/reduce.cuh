@@ -8,9 +8,8 @@
  *   Policy::kMinBlocks             the minimum of resident blocks per multiprocessor the
  *                                  SUM and PROD kernels are compiled for (kernels.cuh;
  *                                  0: none)
- *   Policy::kSegMinBlocks          the same for the segmented kernels of float32,
- *                                  float16 and bfloat16 (kernels.cuh), and
- *   Policy::kSegMinBlocksOther     for the other segmented kernels
+ *   Policy::kSegMinBlocks          the same for the segmented kernels (kernels.cuh),
+ *   Policy::kSegMinBlocksArg       and for the segmented ARGMIN/ARGMAX kernels
  *   Policy::load16(p)              one 16-byte load of read-only input
  *   Policy::block_reduce<Op>(v, s) the block's combination of one value per thread,
  *                                  valid in thread 0; s is Policy::Scratch<Acc> in

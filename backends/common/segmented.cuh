@@ -121,6 +121,11 @@ __device__ __forceinline__ bool seg_owned(uint64_t b, uint64_t e, uint64_t j, ui
     return j == hi - 1 && e > ce && b <= ce;
 }
 
+/* A chunk's owned segments [lo, hi) and its positions [cb, ce). */
+struct SegSpan {
+    uint64_t lo, hi, cb, ce;
+};
+
 /* What a round of owned segments needs to find segment base + q again (SegWrite::round_end). */
 template <typename T, typename OutT> struct SegRound {
     const T *in;
@@ -222,8 +227,11 @@ __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restri
      * threads that disagree on a barrier. edge: offsets lo - 1, lo, hi - 1, hi, written
      * once per chunk; round: offsets base .. rend, written before each round's vote and
      * read after it. give_up: set by any thread that finds the owned offsets out of
-     * order, read after the vote. */
+     * order, read after the vote. span: the chunk's [lo, hi) and [cb, ce), written once
+     * per chunk and read where used, not held in registers across the rounds (where
+     * they pushed the exact sums' kernels into spills: bench/HISTORY.md). */
     __shared__ uint64_t edge[4];
+    __shared__ SegSpan span;
     __shared__ uint64_t round_off[Policy::kBlock + 1];
     __shared__ unsigned short medium_list[Policy::kBlock]; /* a round's medium segments */
     __shared__ int give_up;
@@ -239,20 +247,27 @@ __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restri
         const uint64_t d0 = (uint64_t)k * chunk;
         const uint64_t d1 = k == nchunks - 1 ? total : d0 + chunk;
 
-        /* lo, hi: the owned segments (their markers lie in [d0, d1)); cb, ce: the positions. */
-        uint64_t lo, hi;
-        seg_split2<Policy>(offsets, S, n, d0, d1, &lo, &hi);
-        const uint64_t cb = d0 - lo;
-        const uint64_t ce = d1 - hi > cb ? d1 - hi : cb; /* only bad offsets make it smaller */
-        if (t < 4) {
-            const uint64_t e = t < 2 ? lo - 1 + t : hi - 3 + t;
-            edge[t] = e <= S ? seg_offset(offsets, e, n) : 0; /* lo - 1 or hi - 1 may be -1 */
+        {
+            /* lo, hi: the owned segments (their markers lie in [d0, d1)); cb, ce: the positions. */
+            uint64_t lo, hi;
+            seg_split2<Policy>(offsets, S, n, d0, d1, &lo, &hi);
+            const uint64_t cb = d0 - lo;
+            const uint64_t ce = d1 - hi > cb ? d1 - hi : cb; /* only bad offsets make it smaller */
+            if (t < 4) {
+                const uint64_t e = t < 2 ? lo - 1 + t : hi - 3 + t;
+                edge[t] = e <= S ? seg_offset(offsets, e, n) : 0; /* lo - 1 or hi - 1 may be -1 */
+            }
+            /* Sorted offsets own at most `chunk` segments, the first beginning at or after cb;
+             * past that, the owned ones could read anything (rounds below stop at once). */
+            if (t == 0) {
+                give_up = hi - lo > chunk || (lo < hi && seg_offset(offsets, lo, n) < cb);
+                span.lo = lo;
+                span.hi = hi;
+                span.cb = cb;
+                span.ce = ce;
+            }
         }
-        /* Sorted offsets own at most `chunk` segments, the first beginning at or after cb;
-         * past that, the owned ones could read anything (rounds below stop at once). */
-        if (t == 0)
-            give_up = hi - lo > chunk || (lo < hi && seg_offset(offsets, lo, n) < cb);
-        __syncthreads(); /* this chunk's threads see edge and give_up (the previous
+        __syncthreads(); /* this chunk's threads see span, edge and give_up (the previous
                           * chunk's readers passed the barriers since) */
 
         /* Round -1 holds the pieces of the segments crossing the chunk's edges; rounds 0,
@@ -260,10 +275,11 @@ __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restri
          * once, then the medium ones by groups, then the long ones and the crossing
          * pieces by the block. (One loop, so each kind of work is compiled once.) */
         for (int64_t r = -1;; r++) {
-            const uint64_t base = lo + (r < 0 ? 0 : (uint64_t)r * Policy::kBlock);
-            if (r >= 0 && base >= hi)
+            const uint64_t base = span.lo + (r < 0 ? 0 : (uint64_t)r * Policy::kBlock);
+            if (r >= 0 && base >= span.hi)
                 break;
-            const uint64_t rend = r < 0 ? lo : (base + Policy::kBlock < hi ? base + Policy::kBlock : hi);
+            const uint64_t rend = r < 0 ? span.lo
+                                        : (base + Policy::kBlock < span.hi ? base + Policy::kBlock : span.hi);
             bool medium = false, longer = false;
             const uint64_t j = base + t;
             if (r >= 0 && j < rend) {
@@ -272,7 +288,7 @@ __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restri
                 if (j + 1 == rend)
                     round_off[t + 1] = se0;
                 uint64_t se;
-                const bool outgoing = seg_owned(sb, se0, j, hi, ce, &se);
+                const bool outgoing = seg_owned(sb, se0, j, span.hi, span.ce, &se);
                 if (se0 < sb) /* sorted offsets never decrease */
                     give_up = 1;
                 if (outgoing) {
@@ -326,7 +342,7 @@ __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restri
                 if (m < nmedium) {
                     q = medium_list[m];
                     sb = round_off[q];
-                    const bool outgoing = seg_owned(sb, round_off[q + 1], base + q, hi, ce, &se);
+                    const bool outgoing = seg_owned(sb, round_off[q + 1], base + q, span.hi, span.ce, &se);
                     mine = se - sb > kShort && se - sb < kLong && !outgoing;
                 }
                 if (Policy::kGroupAlone && !mine)
@@ -347,34 +363,34 @@ __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restri
                     bool cross = false, outgoing = false;
                     if (r < 0 && q == 0) {
                         /* coming in from an earlier chunk: [cb, min(end, ce)) */
-                        if (lo == 0)
+                        if (span.lo == 0)
                             continue;
-                        sj = lo - 1;
+                        sj = span.lo - 1;
                         sb = edge[0];
                         se = edge[1];
-                        if (!(sb <= cb && se > cb && ce > cb))
+                        if (!(sb <= span.cb && se > span.cb && span.ce > span.cb))
                             continue;
-                        pb = cb;
-                        pe = se < ce ? se : ce;
+                        pb = span.cb;
+                        pe = se < span.ce ? se : span.ce;
                         cross = true;
                     } else if (r < 0) {
                         /* going out to a later chunk (only the last owned one can); its
                          * piece is empty when its marker ends the chunk */
-                        if (hi <= lo)
+                        if (span.hi <= span.lo)
                             continue;
-                        sj = hi - 1;
+                        sj = span.hi - 1;
                         sb = edge[2];
                         se = edge[3];
                         uint64_t unused;
-                        if (!seg_owned(sb, se, sj, hi, ce, &unused))
+                        if (!seg_owned(sb, se, sj, span.hi, span.ce, &unused))
                             continue;
-                        pb = sb > cb ? sb : cb;
-                        pe = ce;
+                        pb = sb > span.cb ? sb : span.cb;
+                        pe = span.ce;
                         cross = outgoing = true;
                     } else {
                         sj = base + q;
                         sb = round_off[q];
-                        if (seg_owned(sb, round_off[q + 1], sj, hi, ce, &pe) || pe - sb < kLong)
+                        if (seg_owned(sb, round_off[q + 1], sj, span.hi, span.ce, &pe) || pe - sb < kLong)
                             continue;
                         pb = sb;
                     }
@@ -395,7 +411,7 @@ __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restri
             }
             __syncthreads(); /* the scratch is reused next round */
             if (r >= 0) {
-                const SegRound<T, typename Op::OutT> rd = {in, out, round_off, base, hi, ce};
+                const SegRound<T, typename Op::OutT> rd = {in, out, round_off, base, span.hi, span.ce};
                 Write::round_end(wshared, rd);
             }
             if (stop)

@@ -25,7 +25,7 @@ struct PolicySm11Compat {
      * merge-path kernel 72 .. 74 and the multiprocessor 3 blocks; with the bound the tiny
      * layout ran 1.17x and the uniform one 1.05x faster on an H100 (a few bytes of spills). */
     static const int kSegMinBlocks = 4;
-    static const int kSegMinBlocksOther = 4; /* every type alike (kernels.cuh) */
+    static const int kSegMinBlocksArg = 4; /* every op alike (kernels.cuh) */
 
     /* One slot per thread; every level of the tree is separated by __syncthreads. */
     template <typename Acc> struct Scratch {

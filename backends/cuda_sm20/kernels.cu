@@ -23,13 +23,14 @@ struct PolicySm20 {
     /* No minimum of resident blocks in the kernels' launch bounds: ptxas's own register
      * choice (cuda_sm11_compat explains why it sets one). */
     static const int kMinBlocks = 0;
-    /* The segmented kernels (kernels.cuh): float32, float16 and bfloat16 at 4 blocks of 256
-     * (64 registers). Left to itself, ptxas gave float32's kernels with the medium lists 66
-     * .. 72 registers and the multiprocessor 3 blocks; with the bound the benchmark's
-     * float32 layouts ran 9 .. 12 % faster on an H100 (bench/HISTORY.md, the medium lists).
-     * The others as ptxas chooses: at 4 blocks int32 and int64 spilled 40 .. 60 bytes. */
+    /* The segmented kernels (kernels.cuh) at 4 blocks of 256 (64 registers), but
+     * ARGMIN/ARGMAX as ptxas chooses. Left to itself, ptxas gave float32's kernels 66 .. 72
+     * registers and the multiprocessor 3 blocks; with the bound the benchmark's float32
+     * layouts ran 9 .. 12 % faster on an H100. Since a chunk's span is kept in shared
+     * memory (segmented.cuh) the other types gain from it too: int32 SUM 6 %, float64's
+     * exact sum 14 %, int64 SUM lost 5 .. 8 % (bench/HISTORY.md). */
     static const int kSegMinBlocks = 4;
-    static const int kSegMinBlocksOther = 0;
+    static const int kSegMinBlocksArg = 0;
 
     /* One slot per warp; written by lane 0 of each warp, read by warp 0 after the barrier. */
     template <typename Acc> struct Scratch {
