@@ -24,11 +24,12 @@ struct PolicySm20 {
      * choice (cuda_sm11_compat explains why it sets one). */
     static const int kMinBlocks = 0;
     /* The segmented kernels (kernels.cuh) at 4 blocks of 256 (64 registers), but
-     * ARGMIN/ARGMAX as ptxas chooses. Left to itself, ptxas gave float32's kernels 66 .. 72
-     * registers and the multiprocessor 3 blocks; with the bound the benchmark's float32
-     * layouts ran 9 .. 12 % faster on an H100. Since a chunk's span is kept in shared
-     * memory (segmented.cuh) the other types gain from it too: int32 SUM 6 %, float64's
-     * exact sum 14 %, int64 SUM lost 5 .. 8 % (bench/HISTORY.md). */
+     * ARGMIN/ARGMAX as ptxas chooses (at 4 blocks int8's spilled 62 bytes). Left to itself,
+     * ptxas gave float32's kernels 66 .. 72 registers and the multiprocessor 3 blocks; with
+     * the bound the benchmark's float32 layouts ran 9 .. 12 % faster on an H100. Since a
+     * chunk's span is kept in shared memory (segmented.cuh) the other types gain from it
+     * too: int32 SUM 6 %, float64's exact sum 14 %; int64 SUM lost 5 .. 8 %
+     * (bench/HISTORY.md). */
     static const int kSegMinBlocks = 4;
     static const int kSegMinBlocksArg = 0;
 
