@@ -113,63 +113,63 @@ struct PolicySm11Compat {
         return v;
     }
 
-    /* In how many threads of the block p holds: flags in shared memory, counted 16 at a
-     * time by the first threads, then those counts by every thread; the last barrier lets
-     * the next call reuse the arrays. */
-    static __device__ __forceinline__ unsigned int block_count(bool p)
+    /* The block's votes (block_count, block_compact): every thread's flags f (bits 0 and
+     * 1) into shared memory, counted 16 threads at a time by the first threads (bit 0's
+     * in part's low half, bit 1's in its high one); ends with the barrier that publishes
+     * part. The caller's last barrier lets the next vote reuse the arrays. */
+    struct Votes {
+        unsigned char flag[kBlock];
+        unsigned int part[kBlock / 16];
+    };
+    static __device__ __forceinline__ void count16(Votes &v, unsigned int f)
     {
-        __shared__ unsigned char flag[kBlock];
-        __shared__ unsigned short part[kBlock / 16];
         const unsigned int t = threadIdx.x;
-        flag[t] = p ? 1 : 0;
-        __syncthreads();
-        if (t < kBlock / 16) {
-            unsigned int c = 0;
-#pragma unroll
-            for (int k = 0; k < 16; k++)
-                c += flag[t * 16 + k];
-            part[t] = (unsigned short)c;
-        }
-        __syncthreads();
-        unsigned int total = 0;
-#pragma unroll
-        for (int k = 0; k < kBlock / 16; k++)
-            total += part[k];
-        __syncthreads();
-        return total;
-    }
-
-    /* The threads where p holds, in thread order, into list[0, count) (count returned),
-     * and whether q holds in any thread: the same flags and counts per 16 threads (p's in
-     * the low half, q's in the high one), then a thread's place is the counts before its
-     * 16 and p's flags before it in its 16. The last barrier publishes list and lets the
-     * next call reuse the arrays. */
-    static __device__ __forceinline__ unsigned int block_compact(bool p, bool q, unsigned short *list, bool &any_q)
-    {
-        __shared__ unsigned char flag[kBlock];
-        __shared__ unsigned int part[kBlock / 16];
-        const unsigned int t = threadIdx.x, first = t - t % 16;
-        flag[t] = (unsigned char)((p ? 1u : 0u) | (q ? 2u : 0u));
+        v.flag[t] = (unsigned char)f;
         __syncthreads();
         if (t < kBlock / 16) {
             unsigned int c = 0;
 #pragma unroll
             for (int k = 0; k < 16; k++) {
-                const unsigned int f = flag[t * 16 + k];
-                c += (f & 1u) | (f >> 1) << 16;
+                const unsigned int g = v.flag[t * 16 + k];
+                c += (g & 1u) | (g >> 1) << 16;
             }
-            part[t] = c;
+            v.part[t] = c;
         }
         __syncthreads();
+    }
+
+    /* In how many threads of the block p holds: the counts per 16 threads, added by every
+     * thread. */
+    static __device__ __forceinline__ unsigned int block_count(bool p)
+    {
+        __shared__ Votes v;
+        count16(v, p ? 1u : 0u);
+        unsigned int total = 0;
+#pragma unroll
+        for (int k = 0; k < kBlock / 16; k++)
+            total += v.part[k];
+        __syncthreads();
+        return total;
+    }
+
+    /* The threads where p holds, in thread order, into list[0, count) (count returned),
+     * and whether q holds in any thread: the counts per 16 threads of both, then a
+     * thread's place is p's counts before its 16 and p's flags before it in its 16. The
+     * last barrier publishes list and lets the next call reuse the arrays. */
+    static __device__ __forceinline__ unsigned int block_compact(bool p, bool q, unsigned short *list, bool &any_q)
+    {
+        __shared__ Votes v;
+        const unsigned int t = threadIdx.x, first = t - t % 16;
+        count16(v, (p ? 1u : 0u) | (q ? 2u : 0u));
         unsigned int before = 0, total = 0;
 #pragma unroll
         for (int k = 0; k < kBlock / 16; k++) {
-            total += part[k];
-            before += (unsigned int)k < t / 16 ? part[k] : 0u;
+            total += v.part[k];
+            before += (unsigned int)k < t / 16 ? v.part[k] : 0u;
         }
 #pragma unroll
         for (unsigned int k = 0; k < 16; k++)
-            before += first + k < t ? flag[first + k] & 1u : 0u;
+            before += first + k < t ? v.flag[first + k] & 1u : 0u;
         if (p)
             list[before & 0xffffu] = (unsigned short)t;
         any_q = (total >> 16) != 0;
