@@ -271,18 +271,21 @@ __device__ __forceinline__ typename OpExactTree<Chk>::Acc exact_checked_of(const
 
 /* One try of the block's fast path with Chk (OpCheckedSum or OpCheckedSumDd): the
  * threads' expansions added with checked additions, then over the block. Whether every
- * addition was exact (the same in every thread, through `lost`), and then the block's sum
- * in thread 0's v. Every thread; holds barriers. */
+ * addition was exact and nothing went into the long accumulator (the same in every
+ * thread, through `lost`), and then the block's sum in thread 0's v. Every thread; holds
+ * barriers. */
 template <typename Policy, typename Chk, typename T, typename F, int K, int kU>
 __device__ __forceinline__ bool exact_block_try(const F (&a)[kU][K], const F *spill,
                                                 typename Policy::template Scratch<typename OpExactTree<Chk>::Acc> &s,
-                                                int &lost, ExactDd &v)
+                                                const ExactShared &acc, int &lost, ExactDd &v)
 {
     typedef OpExactTree<Chk> Tree;
     const typename Tree::Acc d =
         Policy::template block_reduce<Tree>(exact_checked_of<Chk, T, F, K, kU>(a, spill, Policy::kBlock), s);
+    /* after the block reduction's barrier, which every thread reached after its last
+     * flush: acc.dirty is final */
     if (threadIdx.x == 0)
-        lost = Tree::lost(d);
+        lost = Tree::lost(d) || acc.dirty;
     __syncthreads();
     v = Chk::to_dd(d.v);
     return !lost;
@@ -453,24 +456,35 @@ __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t 
     sign_clear |= (sign_and & ExactIn<T>::kSign) != ExactIn<T>::kSign;
     if (sign_clear)
         acc.sign_clear = 1; /* the same value from any thread: no atomic needed */
-    __syncthreads();        /* acc.dirty */
 
     /* The fast path (exact_grid.cuh): nothing went into the limbs, and the threads'
      * expansions add up exactly in one double (cheaper, and enough for most data; not for
-     * float64), else in two: the block's sum is v. */
+     * float64), else in two: the block's sum is v. Whether anything went into the limbs
+     * (acc.dirty) is read after the first try's barriers, not behind one of its own; a
+     * dirty block's tries are wasted work, but such blocks are rare. */
     __shared__ ExactScratch<Policy> scratch;
     __shared__ int lost;
     ExactDd v = {-0.0, 0.0};
-    bool fast = !mode && !acc.dirty, found = false;
-    if (fast) {
-        if constexpr (sizeof(T) < 8)
-            found = exact_block_try<Policy, OpCheckedSum<T>, T, F, K, kU>(a, &spill[0][t], scratch.d, lost, v);
-        if (!found)
-            found = exact_block_try<Policy, OpCheckedSumDd<T>, T, F, K, kU>(a, &spill[0][t], scratch.dd, lost, v);
+    bool fast = false;
+    if (!mode) {
+        if constexpr (sizeof(T) < 8) {
+            fast = exact_block_try<Policy, OpCheckedSum<T>, T, F, K, kU>(a, &spill[0][t], scratch.d, acc, lost, v);
+            if (!fast && !acc.dirty) /* read after the first try's barriers */
+                fast = exact_block_try<Policy, OpCheckedSumDd<T>, T, F, K, kU>(a, &spill[0][t], scratch.dd, acc, lost,
+                                                                              v);
+        } else {
+            fast = exact_block_try<Policy, OpCheckedSumDd<T>, T, F, K, kU>(a, &spill[0][t], scratch.dd, acc, lost, v);
+        }
+    } else {
+        __syncthreads(); /* every flush and sign_clear before the merge and the finish */
     }
-    fast = fast && found;
-    if (!fast)
+    if (!fast) {
         exact_block_merge<Policy, T, F, K, kU>(acc, a, spill, tree);
+    } else if (gridDim.x == 1) { /* one block, fast: no partials, no ticket, no call */
+        if (t == 0)
+            exact_write_checked<T>(v, n, out, out_dtype);
+        return;
+    }
     exact_grid_finish<Policy, T>(acc, fast, v, n, out, workspace, out_dtype, mode, scratch);
 }
 

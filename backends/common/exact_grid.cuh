@@ -80,11 +80,8 @@ __device__ __noinline__ void exact_grid_finish(ExactShared &acc, bool fast, Exac
     /* the last block's partials per thread: blocks t, t + kBlock, ... below GS_MAX_BLOCKS */
     const int kMaxPartials = (GS_MAX_BLOCKS + Policy::kBlock - 1) / Policy::kBlock;
     const unsigned int t = threadIdx.x;
-    if (gridDim.x == 1) {
-        if (!fast)
-            exact_finish(acc, n, out, out_dtype, mode);
-        else if (t == 0)
-            exact_write_checked<T>(v, n, out, out_dtype);
+    if (gridDim.x == 1) { /* slow (exact_kernel writes a fast block's sum itself) */
+        exact_finish(acc, n, out, out_dtype, mode);
         return;
     }
     C *partials = (C *)(workspace + GS_PARTIALS_OFFSET);
