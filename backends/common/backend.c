@@ -198,9 +198,9 @@ static gs_status launch(const gs_kernel_slot *s, const char *name, unsigned int 
     return GS_SUCCESS;
 }
 
-/* An exact sum (exact.cuh): gs_reduce's grid, but at least n / GS_EXACT_BLOCK_ELEMENTS
- * blocks (the kernel's limb bound), or what GRIDSYNC_TEST_EXACT_GRID forces (no less);
- * never more than GS_MAX_BLOCKS, whose partials the workspace holds. */
+/* An exact sum (exact.cuh): its grid (gs_grid_for_exact), but at least n /
+ * GS_EXACT_BLOCK_ELEMENTS blocks (the kernel's limb bound), or what GRIDSYNC_TEST_EXACT_GRID
+ * forces (no less); never more than GS_MAX_BLOCKS, whose partials the workspace holds. */
 static gs_status exact_reduce(gs_backend_instance *inst, const gs_backend_reduce_args *a)
 {
     const int k = a->op == GS_OP_SUM ? find_exact(a->dtype, a->out_dtype) : -1;
@@ -215,8 +215,9 @@ static gs_status exact_reduce(gs_backend_instance *inst, const gs_backend_reduce
         return GS_ERROR_INVALID_ARGUMENT;
     }
     uint64_t grid = inst->exact_grid ? inst->exact_grid
-                                     : gs_grid_for(a->n, gs_dtype_size(a->dtype), inst->l2_bytes, s->max_blocks,
-                                                   s->max_blocks_dram);
+                                     : gs_grid_for_exact(a->n, gs_dtype_size(a->dtype),
+                                                         (unsigned int)inst->dev.multiprocessor_count, inst->l2_bytes,
+                                                         s->max_blocks, s->max_blocks_dram);
     if (grid < least)
         grid = least;
     CUdeviceptr in = a->in, out = a->out, ws = a->workspace;

@@ -64,4 +64,31 @@ static inline unsigned int gs_grid_for(uint64_t n, uint64_t size, uint64_t l2_by
     return want < max ? (unsigned int)want : max;
 }
 
+/* The exact sums' kernels (exact.cuh) do more per element and per block than gs_reduce's,
+ * and a launch of several blocks adds more to them (the ticket, then the last block's
+ * checked folds) than a longer loop in one block. So: one block up to
+ * GS_EXACT_ONE_BLOCK_VECTORS 16-byte vectors (two trips of the kernel's loop per thread);
+ * then one vector per thread while those blocks fit one per multiprocessor (a second
+ * vector is a second round trip to memory, after the first, in the kernel's short loop);
+ * then gs_grid_for's grid. Exact minus default per call on an H100, queued (the GPU alone),
+ * grids forced: one block against one vector per thread, float32 2^13 +0.18 against +1.06
+ * us, float16 2^14 +0.50 against +1.21 (a third trip lost: float32 2^14 +1.32 against
+ * +1.04); float64 2^12 one block +0.81, gs_grid_for's 4 blocks +1.85; one vector per thread
+ * against gs_grid_for's grid, float32 2^14 +1.07 against +1.22 and 2^16 +0.97 against
+ * +1.24, float64 2^14 +1.36 against +1.71; two blocks per multiprocessor lost (float32 2^18
+ * +1.43 against +1.26). bench/HISTORY.md. */
+#define GS_EXACT_ONE_BLOCK_VECTORS (2 * GS_BACKEND_ITEMS * GS_BACKEND_BLOCK)
+static inline unsigned int gs_grid_for_exact(uint64_t n, uint64_t size, unsigned int multiprocessors,
+                                             uint64_t l2_bytes, unsigned int max_blocks,
+                                             unsigned int max_blocks_dram)
+{
+    const uint64_t vectors = (n * size + 15) / 16;
+    const uint64_t one = (vectors + GS_BACKEND_BLOCK - 1) / GS_BACKEND_BLOCK;
+    if (vectors <= GS_EXACT_ONE_BLOCK_VECTORS)
+        return 1;
+    if (one <= multiprocessors && one <= max_blocks)
+        return (unsigned int)one;
+    return gs_grid_for(n, size, l2_bytes, max_blocks, max_blocks_dram);
+}
+
 #endif
