@@ -10,11 +10,12 @@
  * that per-call cost is the host's launch rate, which moves between machines; so each is
  * also timed queued (launch_timer.cuh's way): the run waits behind a kernel that spins
  * until the host has launched every call, and its events time the GPU alone. Data:
- * uniform in [-1, 1), made on the device from a seed; every exact result is checked
- * bitwise against hostref's exact sum (sizes up to 2^24) or against the other backend's
- * (beyond), so a fast wrong answer cannot pass.
+ * uniform in [-1, 1), made on the device from a seed (from the clock, or --seed: some
+ * times depend on the data, float32's at 2^20 by about a microsecond); every exact result
+ * is checked bitwise against hostref's exact sum (sizes up to 2^24) or against the other
+ * backend's (beyond), so a fast wrong answer cannot pass.
  *
- *   gridsync-bench-exact [--quick] [--csv FILE] [--max-log2 N]
+ *   gridsync-bench-exact [--quick] [--csv FILE] [--max-log2 N] [--seed S]
  *
  * Prints a table: dtype, n, backend, default us, exact us, exact/default throughput,
  * exact - default in us, the same two times and their difference queued, and CUB's
@@ -96,6 +97,7 @@ static int run(int argc, char **argv)
     bool quick = false;
     const char *csv_path = nullptr;
     int max_log2 = 28;
+    uint64_t seed = 0x5eed0000ull + (uint64_t)time(nullptr);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
             quick = true;
@@ -103,8 +105,10 @@ static int run(int argc, char **argv)
             csv_path = argv[++i];
         else if (!strcmp(argv[i], "--max-log2") && i + 1 < argc)
             max_log2 = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+            seed = strtoull(argv[++i], nullptr, 0);
         else {
-            fprintf(stderr, "usage: %s [--quick] [--csv FILE] [--max-log2 N]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--quick] [--csv FILE] [--max-log2 N] [--seed S]\n", argv[0]);
             return 2;
         }
     }
@@ -128,8 +132,7 @@ static int run(int argc, char **argv)
     char cub_version[32];
     snprintf(cub_version, sizeof cub_version, "%d.%d.%d", CUB_VERSION / 100000, CUB_VERSION / 100 % 1000,
              CUB_VERSION % 100);
-    const uint64_t seed = 0x5eed0000ull + (uint64_t)time(nullptr);
-    printf("device %s, seed %" PRIu64 "\n", prop.name, seed);
+    printf("device %s, seed %" PRIu64 " (--seed replays it)\n", prop.name, seed);
 
     const uint64_t max_n = 1ull << max_log2;
     void *buf;
