@@ -1,0 +1,69 @@
+/*
+ * unit suite: the launch policies of backends/common/grid_policy.h, the host functions that
+ * size gs_reduce's grid (gs_grid_for) and the exact sums' (gs_grid_for_exact), for the
+ * backends' block of 256 threads and 4 loads in flight. What the kernels rely on and the
+ * policies' comments promise, over every element size and a sweep of n and devices:
+ *  - at least one block, at most max_blocks (the workspace holds GS_MAX_BLOCKS partials);
+ *  - gs_grid_for: one block while a block's first trip covers the input;
+ *  - gs_grid_for_exact: one block up to two of the loop's trips per thread; past that, one
+ *    16-byte vector per thread (every vector covered, no block without one) while that
+ *    many blocks fit one per multiprocessor; past that, gs_grid_for's grid.
+ */
+#include <inttypes.h>
+
+#define GS_BACKEND_BLOCK 256
+#define GS_BACKEND_ITEMS 4
+#include "grid_policy.h"
+
+static int g_failures, g_checks; /* checks.h's counters */
+#include "checks.h" /* CHECK: tests/gpu's, no CUDA header */
+
+static void one_case(uint64_t n, uint64_t size, unsigned int sms, uint64_t l2)
+{
+    /* as modules.c sizes them: 3 blocks per multiprocessor resident (an exact kernel's), capped */
+    const unsigned int max_blocks = gs_grid_cap(sms, 3, GS_GRID_THREADS_PER_SM);
+    const unsigned int max_dram = gs_grid_cap(sms, 3, GS_GRID_THREADS_PER_SM_DRAM);
+    const uint64_t vectors = (n * size + 15) / 16;
+    const unsigned int g = gs_grid_for(n, size, l2, max_blocks, max_dram);
+    const unsigned int e = gs_grid_for_exact(n, size, sms, l2, max_blocks, max_dram);
+    CHECK(g >= 1 && g <= max_blocks && g <= GS_MAX_BLOCKS, "n %" PRIu64 " size %" PRIu64 ": grid %u", n, size, g);
+    CHECK(e >= 1 && e <= max_blocks && e <= GS_MAX_BLOCKS, "n %" PRIu64 " size %" PRIu64 ": exact grid %u", n,
+          size, e);
+    if (n * size <= (uint64_t)GS_BACKEND_BLOCK * GS_BACKEND_ITEMS * 16)
+        CHECK(g == 1, "n %" PRIu64 " size %" PRIu64 ": one trip, grid %u", n, size, g);
+    if (vectors <= 2ull * GS_BACKEND_ITEMS * GS_BACKEND_BLOCK) {
+        CHECK(e == 1, "n %" PRIu64 " size %" PRIu64 ": two trips, exact grid %u", n, size, e);
+    } else if ((vectors + GS_BACKEND_BLOCK - 1) / GS_BACKEND_BLOCK <= sms) {
+        CHECK((uint64_t)e * GS_BACKEND_BLOCK >= vectors && (uint64_t)(e - 1) * GS_BACKEND_BLOCK < vectors,
+              "n %" PRIu64 " size %" PRIu64 ": one vector per thread, exact grid %u for %" PRIu64 " vectors", n, size,
+              e, vectors);
+        CHECK(e <= sms, "n %" PRIu64 ": exact grid %u on %u multiprocessors", n, e, sms);
+    } else {
+        CHECK(e == g, "n %" PRIu64 " size %" PRIu64 ": exact grid %u, gs_grid_for %u", n, size, e, g);
+    }
+}
+
+int main(void)
+{
+    static const uint64_t sizes[] = {1, 2, 4, 8};
+    static const unsigned int devices[] = {1, 2, 16, 80, 108, 132, 144, 1000};
+    for (size_t d = 0; d < sizeof devices / sizeof devices[0]; d++)
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+            for (int lg = 0; lg <= 34; lg++)
+                for (int64_t delta = -1; delta <= 1; delta++) {
+                    const int64_t n = (int64_t)(1ull << lg) + delta;
+                    if (n >= 0)
+                        one_case((uint64_t)n, sizes[s], devices[d], gs_grid_l2_bytes(50 << 20));
+                }
+    /* the H100's sizes that the comments quote (132 multiprocessors, float32) */
+    const unsigned int cap = gs_grid_cap(132, 3, GS_GRID_THREADS_PER_SM);
+    const unsigned int dram = gs_grid_cap(132, 3, GS_GRID_THREADS_PER_SM_DRAM);
+    const uint64_t l2 = gs_grid_l2_bytes(50 << 20);
+    CHECK(gs_grid_for_exact(1u << 13, 4, 132, l2, cap, dram) == 1, "2^13 float32: one block");
+    CHECK(gs_grid_for_exact(1u << 14, 4, 132, l2, cap, dram) == 16, "2^14 float32: 16 blocks");
+    CHECK(gs_grid_for_exact(1u << 16, 4, 132, l2, cap, dram) == 64, "2^16 float32: 64 blocks");
+    CHECK(gs_grid_for_exact(1u << 18, 4, 132, l2, cap, dram) == gs_grid_for(1u << 18, 4, l2, cap, dram),
+          "2^18 float32: gs_grid_for's");
+    printf("grid policies: %d checks, %d failed\n", g_checks, g_failures);
+    return g_failures ? 1 : 0;
+}
