@@ -467,14 +467,11 @@ __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t 
     ExactDd v = {-0.0, 0.0};
     bool fast = false;
     if (!mode) {
-        if constexpr (sizeof(T) < 8) {
+        if constexpr (sizeof(T) < 8) /* float64: the two-double try only */
             fast = exact_block_try<Policy, OpCheckedSum<T>, T, F, K, kU>(a, &spill[0][t], scratch.d, acc, lost, v);
-            if (!fast && !acc.dirty) /* read after the first try's barriers */
-                fast = exact_block_try<Policy, OpCheckedSumDd<T>, T, F, K, kU>(a, &spill[0][t], scratch.dd, acc, lost,
-                                                                              v);
-        } else {
+        /* acc.dirty only after the first try's barriers (float64's try reads it itself) */
+        if (!fast && (sizeof(T) == 8 || !acc.dirty))
             fast = exact_block_try<Policy, OpCheckedSumDd<T>, T, F, K, kU>(a, &spill[0][t], scratch.dd, acc, lost, v);
-        }
     } else {
         __syncthreads(); /* every flush and sign_clear before the merge and the finish */
     }
