@@ -271,23 +271,33 @@ __device__ __forceinline__ typename OpExactTree<Chk>::Acc exact_checked_of(const
 
 /* One try of the block's fast path with Chk (OpCheckedSum or OpCheckedSumDd): the
  * threads' expansions added with checked additions, then over the block. Whether every
- * addition was exact and nothing went into the long accumulator (the same in every
- * thread, through `lost`), and then the block's sum in thread 0's v. Every thread; holds
- * barriers. */
+ * addition was exact and nothing went into the long accumulator, the same in every
+ * thread, and then the block's sum v, in every thread for one double, else in thread 0.
+ * One double: every warp runs the block reduction's second stage (block_reduce's kAll),
+ * and no barrier publishes thread 0's verdict (float32 at 2^18 gained 0.1 us on an H100).
+ * Two: warp 0 alone, then thread 0 publishes the verdict, since every warp's two-double
+ * folds cost float64's sums at 2^20 0.2 us: there the block shares its multiprocessor's
+ * float64 pipe with other blocks' main loops. Every thread; holds barriers; reads s until
+ * it returns (a barrier before s is written again). */
 template <typename Policy, typename Chk, typename T, typename F, int K, int kU>
 __device__ __forceinline__ bool exact_block_try(const F (&a)[kU][K], const F *spill,
                                                 typename Policy::template Scratch<typename OpExactTree<Chk>::Acc> &s,
-                                                const ExactShared &acc, int &lost, ExactDd &v)
+                                                const ExactShared &acc, ExactDd &v)
 {
     typedef OpExactTree<Chk> Tree;
+    const bool kAll = sizeof(typename Chk::Acc) == sizeof(double);
     const typename Tree::Acc d =
-        Policy::template block_reduce<Tree>(exact_checked_of<Chk, T, F, K, kU>(a, spill, Policy::kBlock), s);
+        Policy::template block_reduce<Tree, kAll>(exact_checked_of<Chk, T, F, K, kU>(a, spill, Policy::kBlock), s);
+    v = Chk::to_dd(d.v);
     /* after the block reduction's barrier, which every thread reached after its last
-     * flush: acc.dirty is final */
+     * flush: acc.dirty is final (only a block that is not fast, as every thread then
+     * knows, flushes again) */
+    if constexpr (kAll)
+        return !Tree::lost(d) && !acc.dirty;
+    __shared__ int lost;
     if (threadIdx.x == 0)
         lost = Tree::lost(d) || acc.dirty;
     __syncthreads();
-    v = Chk::to_dd(d.v);
     return !lost;
 }
 
@@ -463,15 +473,17 @@ __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t 
      * (acc.dirty) is read after the first try's barriers, not behind one of its own; a
      * dirty block's tries are wasted work, but such blocks are rare. */
     __shared__ ExactScratch<Policy> scratch;
-    __shared__ int lost;
     ExactDd v = {-0.0, 0.0};
     bool fast = false;
     if (!mode) {
-        if constexpr (sizeof(T) < 8) /* float64: the two-double try only */
-            fast = exact_block_try<Policy, OpCheckedSum<T>, T, F, K, kU>(a, &spill[0][t], scratch.d, acc, lost, v);
-        /* acc.dirty only after the first try's barriers (float64's try reads it itself) */
+        if constexpr (sizeof(T) < 8) { /* float64: the two-double try only */
+            fast = exact_block_try<Policy, OpCheckedSum<T>, T, F, K, kU>(a, &spill[0][t], scratch.d, acc, v);
+            if (!fast)
+                __syncthreads(); /* the first try's reads of the scratch done */
+        }
+        /* acc.dirty only after the first try's barrier (float64's try reads it itself) */
         if (!fast && (sizeof(T) == 8 || !acc.dirty))
-            fast = exact_block_try<Policy, OpCheckedSumDd<T>, T, F, K, kU>(a, &spill[0][t], scratch.dd, acc, lost, v);
+            fast = exact_block_try<Policy, OpCheckedSumDd<T>, T, F, K, kU>(a, &spill[0][t], scratch.dd, acc, v);
     } else {
         __syncthreads(); /* every flush and sign_clear before the merge and the finish */
     }

@@ -51,8 +51,10 @@ __device__ __forceinline__ void exact_write_checked(ExactDd v, uint64_t n, void 
 
 /* The partials p (thread t's, as exact_grid_finish loads them) that are not lost, added
  * with Chk's checked additions (OpCheckedSum: each must be one double; OpCheckedSumDd),
- * then over the block: the sum, valid in thread 0, or lost when an addition was inexact.
- * Every thread; holds a barrier. */
+ * then over the block: the sum, or lost when an addition was inexact, in every thread
+ * (block_reduce's kAll: the last block has its multiprocessor to itself, and needs no
+ * barrier to publish thread 0's verdict). Every thread; holds a barrier, and reads s
+ * until it returns. */
 template <typename Policy, typename Chk, int kMax>
 __device__ __forceinline__ typename OpExactTree<Chk>::Acc
 exact_fold_partials(const ExactDd (&p)[kMax], typename Policy::template Scratch<typename OpExactTree<Chk>::Acc> &s)
@@ -63,7 +65,7 @@ exact_fold_partials(const ExactDd (&p)[kMax], typename Policy::template Scratch<
     for (int k = 0; k < kMax; k++)
         if (threadIdx.x + (unsigned int)k * Policy::kBlock < gridDim.x && !OpCheckedSumDd<double>::lost(p[k]))
             w = Tree::combine(w, Tree::of(Chk::of_dd(p[k])));
-    return Policy::template block_reduce<Tree>(w, s);
+    return Policy::template block_reduce<Tree, true>(w, s);
 }
 
 /* The block's end, every thread: fast, v (valid in thread 0) the block's exact sum; else
@@ -116,7 +118,7 @@ __device__ __noinline__ void exact_grid_finish(ExactShared &acc, bool fast, Exac
      * thread 0's acquire-release ticket orders; a slow block's atomics come from many
      * threads, so each fences its own and the barrier orders the fences before the ticket.
      * (A fence in every thread of every block cost the fast path about a microsecond.) */
-    __shared__ int slow, all_lost;
+    __shared__ int slow;
     if (t == 0)
         slow = 0; /* for the last block; the guard's barrier orders it before any use */
     if (!fast) {
@@ -142,21 +144,18 @@ __device__ __noinline__ void exact_grid_finish(ExactShared &acc, bool fast, Exac
     if (any_slow)
         slow = 1; /* published by the folds' barriers */
     C w = Chk::identity();
-    bool found = false; /* the same in every thread */
+    bool all_lost = true; /* the same in every thread */
     if constexpr (sizeof(T) < 8) {
         typedef OpCheckedSum<T> Chk1;
         const typename OpExactTree<Chk1>::Acc w1 = exact_fold_partials<Policy, Chk1>(p, s.d);
-        if (t == 0)
-            all_lost = !w1.ok;
-        __syncthreads();
-        found = !all_lost;
+        all_lost = !w1.ok;
         w = Chk1::to_dd(w1.v);
+        if (all_lost)
+            __syncthreads(); /* the first fold's reads of the scratch done */
     }
-    if (!found) {
+    if (all_lost) {
         const typename OpExactTree<Chk>::Acc w2 = exact_fold_partials<Policy, Chk>(p, s.dd);
-        if (t == 0)
-            all_lost = !w2.ok;
-        __syncthreads();
+        all_lost = !w2.ok;
         w = w2.v;
     }
     if (!slow && !all_lost) {

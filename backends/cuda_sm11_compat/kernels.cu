@@ -42,8 +42,11 @@ struct PolicySm11Compat {
      * (offsets 128, 64, ..., 1) took 9, and left this backend 5 .. 14 % behind cuda_sm20
      * in the block reductions of ARGMIN/ARGMAX at 2^14 .. 2^23 on an H100 (bench/NOTES.md,
      * v7). kFan is 4 for 16-byte values (ARGMIN/ARGMAX of 64-bit types): eight of them
-     * took 82 registers where the kernel needed 57. A fixed order, so deterministic. */
-    template <typename Op>
+     * took 82 registers where the kernel needed 57. A fixed order, so deterministic.
+     * kAll: every thread folds the last level as thread 0 does, so every thread has the
+     * result; the threads read s until they return, so the caller puts a barrier before s
+     * is written again. */
+    template <typename Op, bool kAll = false>
     static __device__ __forceinline__ typename Op::Acc block_reduce(typename Op::Acc v,
                                                                     Scratch<typename Op::Acc> &s)
     {
@@ -54,17 +57,18 @@ struct PolicySm11Compat {
         for (unsigned int n = kBlock; n > 1; n = (n + kFan - 1) / kFan) {
             const unsigned int m = (n + kFan - 1) / kFan;
             __syncthreads();
-            if (t < m) {
+            if (t < m || (kAll && m == 1)) {
+                const unsigned int r = kAll && m == 1 ? 0u : t; /* the slots thread r folds */
                 typename Op::Acc w[kFan];
 #pragma unroll
                 for (int k = 0; k < kFan; k++)
-                    if (t + k * m < n)
-                        w[k] = s.v[t + k * m];
+                    if (r + k * m < n)
+                        w[k] = s.v[r + k * m];
 #pragma unroll
                 for (int h = 1; h < kFan; h *= 2)
 #pragma unroll
                     for (int k = 0; k + h < kFan; k += 2 * h)
-                        if (t + (k + h) * m < n)
+                        if (r + (k + h) * m < n)
                             w[k] = Op::combine(w[k], w[k + h]);
                 v = w[0];
                 if (m > 1)

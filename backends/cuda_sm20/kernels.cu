@@ -40,17 +40,22 @@ struct PolicySm20 {
 
     static __device__ __forceinline__ uint4 load16(const uint4 *p) { return __ldg(p); }
 
-    /* A shuffle of any 4- or 8-byte-multiple value (an index/value pair too), word by word. */
-    template <typename V> static __device__ __forceinline__ V shfl_down(V v, int off)
+    /* A shuffle of any 4- or 8-byte-multiple value (an index/value pair too), word by word:
+     * from lane + arg, or (kFrom) from lane arg. */
+    template <bool kFrom, typename V> static __device__ __forceinline__ V shfl_words(V v, int arg)
     {
         static_assert(sizeof(V) % 4 == 0, "shuffled values are whole 32-bit words");
         unsigned int w[sizeof(V) / 4];
         memcpy(w, &v, sizeof v);
 #pragma unroll
         for (int k = 0; k < (int)(sizeof(V) / 4); k++)
-            w[k] = __shfl_down_sync(0xffffffffu, w[k], off);
+            w[k] = kFrom ? __shfl_sync(0xffffffffu, w[k], arg) : __shfl_down_sync(0xffffffffu, w[k], arg);
         memcpy(&v, w, sizeof v);
         return v;
+    }
+    template <typename V> static __device__ __forceinline__ V shfl_down(V v, int off)
+    {
+        return shfl_words<false>(v, off);
     }
     /* A value and its index member by member: no shuffle for the padding after a 4-byte
      * value. */
@@ -89,7 +94,12 @@ struct PolicySm20 {
      * of shuffles instead of 5 for 8 warps), else all 32, for the default ops' fixed tree. */
     static const int kWarpsPow2 =
         kWarps <= 1 ? 1 : kWarps <= 2 ? 2 : kWarps <= 4 ? 4 : kWarps <= 8 ? 8 : kWarps <= 16 ? 16 : 32;
-    template <typename Op>
+    /* The block's values combined, the result in thread 0, or (kAll) in every thread: every
+     * warp runs the second stage, as warp 0 does, and takes its lane 0's result. That saves
+     * the exact sums' folds (exact.cuh, exact_grid.cuh) the barrier that published thread
+     * 0's verdict. The warps read s until they return, so the caller puts a barrier before
+     * s is written again. */
+    template <typename Op, bool kAll = false>
     static __device__ __forceinline__ typename Op::Acc block_reduce(typename Op::Acc v,
                                                                     Scratch<typename Op::Acc> &s)
     {
@@ -98,10 +108,12 @@ struct PolicySm20 {
         if (lane == 0)
             s.warp[warp] = v;
         __syncthreads();
-        if (warp == 0) {
+        if (kAll || warp == 0) {
             v = lane < kWarps ? s.warp[lane] : Op::identity();
             v = warp_reduce<Op, gs::IdentityFree<Op>::value ? kWarpsPow2 : 32>(v);
         }
+        if (kAll)
+            v = shfl_words<true>(v, 0);
         return v;
     }
 
