@@ -68,12 +68,145 @@ exact_fold_partials(const ExactDd (&p)[kMax], typename Policy::template Scratch<
     return Policy::template block_reduce<Tree, true>(w, s);
 }
 
-/* The block's end, every thread: fast, v (valid in thread 0) the block's exact sum; else
- * the block's long accumulator holds it (every flush done, after a barrier). Not inlined,
- * as exact_round_small: inlined, it weighed on the main loop's registers (float32's
- * kernel spilled 12 bytes). */
+/* A slow block's long accumulator into the launch's in the workspace, each thread's atomics
+ * fenced, then a barrier (docs/design.md's guard; exact_grid_finish): every thread. */
+template <typename Policy>
+__device__ __noinline__ void exact_block_to_launch(ExactShared &acc, unsigned char *workspace)
+{
+    const unsigned int t = threadIdx.x;
+    gs_exact_acc *copies = (gs_exact_acc *)(workspace + GS_EXACT_ACC_OFFSET);
+    /* Into the launch's accumulator (L2 atomics): each limb (< 2^61) as its low digit
+     * and its carry (< 2^29) into the next limb, so the total stays below 2^34 per block
+     * without a serial normalisation here. */
+    gs_exact_acc *total = &copies[blockIdx.x % GS_EXACT_COPIES];
+    unsigned long long *tl = (unsigned long long *)total->limb;
+    if (t < GS_EXACT_LIMBS) {
+        const long long w = (long long)acc.limb[t];
+        const long long low = t < GS_EXACT_LIMBS - 1 ? w & GS_EXACT_DIGIT_MASK : w;
+        const long long high = t < GS_EXACT_LIMBS - 1 ? w >> 32 : 0;
+        if (low)
+            atomicAdd(&tl[t], (unsigned long long)low);
+        if (high)
+            atomicAdd(&tl[t + 1], (unsigned long long)high);
+    }
+    if (t == GS_EXACT_LIMBS && acc.nan)
+        atomicAdd((unsigned long long *)&total->nan, acc.nan);
+    if (t == GS_EXACT_LIMBS + 1 && acc.pos_inf)
+        atomicAdd((unsigned long long *)&total->pos_inf, acc.pos_inf);
+    if (t == GS_EXACT_LIMBS + 2 && acc.neg_inf)
+        atomicAdd((unsigned long long *)&total->neg_inf, acc.neg_inf);
+    if (t == GS_EXACT_LIMBS + 3 && acc.sign_clear)
+        atomicAdd((unsigned long long *)&total->sign_clear, 1ull);
+    __threadfence();
+    __syncthreads();
+}
+
+/* The last block's slow way, when some block was slow or the fast partials' sum is not
+ * exact in two doubles (all_lost; else w is that sum): every thread. */
 template <typename Policy, typename T>
-__device__ __noinline__ void exact_grid_finish(ExactShared &acc, bool fast, ExactDd v, uint64_t n, void *out,
+__device__ __noinline__ void exact_last_slow(ExactShared &acc, bool all_lost, ExactDd w, uint64_t n, void *out,
+                                             unsigned char *workspace, int out_dtype, uint32_t mode)
+{
+    typedef OpCheckedSumDd<T> Chk;
+    typedef typename Chk::Acc C;
+    const unsigned int t = threadIdx.x;
+    C *partials = (C *)(workspace + GS_PARTIALS_OFFSET);
+    gs_exact_acc *copies = (gs_exact_acc *)(workspace + GS_EXACT_ACC_OFFSET);
+    unsigned int *counter = (unsigned int *)workspace;
+    /* The slow way: sum the copies into shared memory and return the workspace to zero for
+     * the next launch (thread t < GS_EXACT_ACC_WORDS owns word t of every copy), then add
+     * the fast partials. */
+    const unsigned int nc = gridDim.x < GS_EXACT_COPIES ? gridDim.x : GS_EXACT_COPIES;
+    if (t < GS_EXACT_ACC_WORDS) {
+        /* every load issued before the first is used: one round trip to L2, not one per copy */
+        long long part[GS_EXACT_COPIES];
+#pragma unroll
+        for (unsigned int c = 0; c < GS_EXACT_COPIES; c++)
+            part[c] = c < nc ? gs_load_volatile((int64_t *)&copies[c] + t) : 0;
+        long long sum = 0;
+#pragma unroll
+        for (unsigned int c = 0; c < GS_EXACT_COPIES; c++) {
+            sum += part[c];
+            if (c < nc)
+                ((int64_t *)&copies[c])[t] = 0;
+        }
+        if (t < GS_EXACT_LIMBS)
+            acc.limb[t] = (unsigned long long)sum;
+        else if (t == GS_EXACT_LIMBS + 1)
+            acc.nan = (unsigned long long)sum;
+        else if (t == GS_EXACT_LIMBS + 2)
+            acc.pos_inf = (unsigned long long)sum;
+        else if (t == GS_EXACT_LIMBS + 3)
+            acc.neg_inf = (unsigned long long)sum;
+        else if (t == GS_EXACT_LIMBS + 4)
+            acc.sign_clear = sum != 0;
+    }
+    __syncthreads();
+    /* The fast partials, with as few flushes as possible: 64-bit shared atomics on the same
+     * few limbs wait for each other (a flush per thread, or per partial, from 2,000 blocks
+     * cost 25 .. 30 us on an H100). Their sum if it is exact (thread 0), else each thread's
+     * partials (read again from the workspace) into a two-term expansion (TwoSums), merged
+     * in a tree as the blocks merge theirs, the residuals flushed (rare). A value is
+     * positive, or +0.0, only if some element had its sign bit clear (exact_ops.cuh: -0.0
+     * only from -0.0s). */
+    bool sign_clear = false;
+    if (!all_lost) {
+        if (t == 0) {
+            Chk::flush(acc, w);
+            sign_clear = !signbit(Chk::value(w));
+        }
+    } else {
+        __shared__ double tree[2][Policy::kBlock];
+        double e[2] = {0.0, 0.0};
+#pragma unroll 1
+        for (unsigned int b = t; b < gridDim.x; b += Policy::kBlock) {
+            const C pb = gs_load_volatile(&partials[b]);
+            if (!Chk::lost(pb)) {
+                Chk::add_to(e, pb, acc);
+                sign_clear |= !signbit(Chk::value(pb));
+            }
+        }
+        tree[0][t] = e[0];
+        tree[1][t] = e[1];
+#pragma unroll 1
+        for (unsigned int half = Policy::kBlock / 2; half > 0; half /= 2) {
+            __syncthreads();
+            if (t < half) {
+                exact_add<double, 2>(e, tree[0][t + half], acc);
+                exact_add<double, 2>(e, tree[1][t + half], acc);
+                tree[0][t] = e[0];
+                tree[1][t] = e[1];
+            }
+        }
+        if (t == 0) {
+            exact_flush(acc, e[0]);
+            exact_flush(acc, e[1]);
+        }
+    }
+    if (sign_clear)
+        acc.sign_clear = 1;
+    if (t == 0)
+        gs_reset_counter(counter);
+    __syncthreads();
+    exact_finish(acc, n, out, out_dtype, mode);
+}
+
+/* exact_finish for a block alone and slow. */
+__device__ __noinline__ void exact_finish_alone(ExactShared &acc, uint64_t n, void *out, int out_dtype, uint32_t mode)
+{
+    exact_finish(acc, n, out, out_dtype, mode);
+}
+
+/* The block's end, every thread: fast, v (valid in thread 0) the block's exact sum; else
+ * the block's long accumulator holds it (every flush done, after a barrier). The fast way
+ * inline, the slow ones (exact_block_to_launch, exact_last_slow, exact_finish_alone) not:
+ * inlined, they weighed on the main loop's registers (float32's kernel spilled 12 bytes),
+ * and the whole of this not inlined, a call and a far jump on every block's fast path,
+ * cost float64's sums from 2^14 up 0.3 .. 0.4 us, float16's and bfloat16's at 2^16 up to
+ * 0.2 us (H100, queued; inline, the fast way costs float32's kernel a 4-byte spill of one
+ * value, stored at its start and loaded at its end). */
+template <typename Policy, typename T>
+__device__ __forceinline__ void exact_grid_finish(ExactShared &acc, bool fast, ExactDd v, uint64_t n, void *out,
                                                   unsigned char *workspace, int out_dtype, uint32_t mode,
                                                   ExactScratch<Policy> &s)
 {
@@ -83,37 +216,12 @@ __device__ __noinline__ void exact_grid_finish(ExactShared &acc, bool fast, Exac
     const int kMaxPartials = (GS_MAX_BLOCKS + Policy::kBlock - 1) / Policy::kBlock;
     const unsigned int t = threadIdx.x;
     if (gridDim.x == 1) { /* slow (exact_kernel writes a fast block's sum itself) */
-        exact_finish(acc, n, out, out_dtype, mode);
+        exact_finish_alone(acc, n, out, out_dtype, mode);
         return;
     }
     C *partials = (C *)(workspace + GS_PARTIALS_OFFSET);
-    gs_exact_acc *copies = (gs_exact_acc *)(workspace + GS_EXACT_ACC_OFFSET);
     if (t == 0)
         partials[blockIdx.x] = fast ? v : Chk::lost_acc();
-    if (!fast) {
-        /* Into the launch's accumulator (L2 atomics): each limb (< 2^61) as its low digit
-         * and its carry (< 2^29) into the next limb, so the total stays below 2^34 per block
-         * without a serial normalisation here. */
-        gs_exact_acc *total = &copies[blockIdx.x % GS_EXACT_COPIES];
-        unsigned long long *tl = (unsigned long long *)total->limb;
-        if (t < GS_EXACT_LIMBS) {
-            const long long w = (long long)acc.limb[t];
-            const long long low = t < GS_EXACT_LIMBS - 1 ? w & GS_EXACT_DIGIT_MASK : w;
-            const long long high = t < GS_EXACT_LIMBS - 1 ? w >> 32 : 0;
-            if (low)
-                atomicAdd(&tl[t], (unsigned long long)low);
-            if (high)
-                atomicAdd(&tl[t + 1], (unsigned long long)high);
-        }
-        if (t == GS_EXACT_LIMBS && acc.nan)
-            atomicAdd((unsigned long long *)&total->nan, acc.nan);
-        if (t == GS_EXACT_LIMBS + 1 && acc.pos_inf)
-            atomicAdd((unsigned long long *)&total->pos_inf, acc.pos_inf);
-        if (t == GS_EXACT_LIMBS + 2 && acc.neg_inf)
-            atomicAdd((unsigned long long *)&total->neg_inf, acc.neg_inf);
-        if (t == GS_EXACT_LIMBS + 3 && acc.sign_clear)
-            atomicAdd((unsigned long long *)&total->sign_clear, 1ull);
-    }
     /* docs/design.md's guard. A fast block published thread 0's partial only, which
      * thread 0's acquire-release ticket orders; a slow block's atomics come from many
      * threads, so each fences its own and the barrier orders the fences before the ticket.
@@ -121,10 +229,8 @@ __device__ __noinline__ void exact_grid_finish(ExactShared &acc, bool fast, Exac
     __shared__ int slow;
     if (t == 0)
         slow = 0; /* for the last block; the guard's barrier orders it before any use */
-    if (!fast) {
-        __threadfence();
-        __syncthreads();
-    }
+    if (!fast)
+        exact_block_to_launch<Policy>(acc, workspace);
     unsigned int *counter = (unsigned int *)workspace;
     if (!Policy::last_arrival(counter, gridDim.x))
         return;
@@ -165,79 +271,7 @@ __device__ __noinline__ void exact_grid_finish(ExactShared &acc, bool fast, Exac
         }
         return;
     }
-    /* The slow way: sum the copies into shared memory and return the workspace to zero for
-     * the next launch (thread t < GS_EXACT_ACC_WORDS owns word t of every copy), then add
-     * the fast partials. */
-    const unsigned int nc = gridDim.x < GS_EXACT_COPIES ? gridDim.x : GS_EXACT_COPIES;
-    if (t < GS_EXACT_ACC_WORDS) {
-        /* every load issued before the first is used: one round trip to L2, not one per copy */
-        long long part[GS_EXACT_COPIES];
-#pragma unroll
-        for (unsigned int c = 0; c < GS_EXACT_COPIES; c++)
-            part[c] = c < nc ? gs_load_volatile((int64_t *)&copies[c] + t) : 0;
-        long long sum = 0;
-#pragma unroll
-        for (unsigned int c = 0; c < GS_EXACT_COPIES; c++) {
-            sum += part[c];
-            if (c < nc)
-                ((int64_t *)&copies[c])[t] = 0;
-        }
-        if (t < GS_EXACT_LIMBS)
-            acc.limb[t] = (unsigned long long)sum;
-        else if (t == GS_EXACT_LIMBS + 1)
-            acc.nan = (unsigned long long)sum;
-        else if (t == GS_EXACT_LIMBS + 2)
-            acc.pos_inf = (unsigned long long)sum;
-        else if (t == GS_EXACT_LIMBS + 3)
-            acc.neg_inf = (unsigned long long)sum;
-        else if (t == GS_EXACT_LIMBS + 4)
-            acc.sign_clear = sum != 0;
-    }
-    __syncthreads();
-    /* The fast partials, with as few flushes as possible: 64-bit shared atomics on the same
-     * few limbs wait for each other (a flush per thread, or per partial, from 2,000 blocks
-     * cost 25 .. 30 us on an H100). Their sum if it is exact (thread 0), else each thread's
-     * partials into a two-term expansion (TwoSums), merged in a tree as the blocks merge
-     * theirs, the residuals flushed (rare). A value is positive, or +0.0, only if some
-     * element had its sign bit clear (exact_ops.cuh: -0.0 only from -0.0s). */
-    bool sign_clear = false;
-    if (!all_lost) {
-        if (t == 0) {
-            Chk::flush(acc, w);
-            sign_clear = !signbit(Chk::value(w));
-        }
-    } else {
-        __shared__ double tree[2][Policy::kBlock];
-        double e[2] = {0.0, 0.0};
-#pragma unroll
-        for (int k = 0; k < kMaxPartials; k++)
-            if (t + (unsigned int)k * Policy::kBlock < gridDim.x && !Chk::lost(p[k])) {
-                Chk::add_to(e, p[k], acc);
-                sign_clear |= !signbit(Chk::value(p[k]));
-            }
-        tree[0][t] = e[0];
-        tree[1][t] = e[1];
-#pragma unroll 1
-        for (unsigned int half = Policy::kBlock / 2; half > 0; half /= 2) {
-            __syncthreads();
-            if (t < half) {
-                exact_add<double, 2>(e, tree[0][t + half], acc);
-                exact_add<double, 2>(e, tree[1][t + half], acc);
-                tree[0][t] = e[0];
-                tree[1][t] = e[1];
-            }
-        }
-        if (t == 0) {
-            exact_flush(acc, e[0]);
-            exact_flush(acc, e[1]);
-        }
-    }
-    if (sign_clear)
-        acc.sign_clear = 1;
-    if (t == 0)
-        gs_reset_counter(counter);
-    __syncthreads();
-    exact_finish(acc, n, out, out_dtype, mode);
+    exact_last_slow<Policy, T>(acc, all_lost, w, n, out, workspace, out_dtype, mode);
 }
 
 } // namespace gs
