@@ -101,6 +101,13 @@ __device__ __noinline__ void exact_block_to_launch(ExactShared &acc, unsigned ch
     __syncthreads();
 }
 
+/* exact_finish, not inlined, once per kernel: a lone slow block and the last block's slow
+ * way both end with it. */
+__device__ __noinline__ void exact_finish_call(ExactShared &acc, uint64_t n, void *out, int out_dtype, uint32_t mode)
+{
+    exact_finish(acc, n, out, out_dtype, mode);
+}
+
 /* The last block's slow way, when some block was slow or the fast partials' sum is not
  * exact in two doubles (all_lost; else w is that sum): every thread. */
 template <typename Policy, typename T>
@@ -188,18 +195,12 @@ __device__ __noinline__ void exact_last_slow(ExactShared &acc, bool all_lost, Ex
     if (t == 0)
         gs_reset_counter(counter);
     __syncthreads();
-    exact_finish(acc, n, out, out_dtype, mode);
-}
-
-/* exact_finish for a block alone and slow. */
-__device__ __noinline__ void exact_finish_alone(ExactShared &acc, uint64_t n, void *out, int out_dtype, uint32_t mode)
-{
-    exact_finish(acc, n, out, out_dtype, mode);
+    exact_finish_call(acc, n, out, out_dtype, mode);
 }
 
 /* The block's end, every thread: fast, v (valid in thread 0) the block's exact sum; else
  * the block's long accumulator holds it (every flush done, after a barrier). The fast way
- * inline, the slow ones (exact_block_to_launch, exact_last_slow, exact_finish_alone) not:
+ * inline, the slow ones (exact_block_to_launch, exact_last_slow, exact_finish_call) not:
  * inlined, they weighed on the main loop's registers (float32's kernel spilled 12 bytes),
  * and the whole of this not inlined, a call and a far jump on every block's fast path,
  * cost float64's sums from 2^14 up 0.3 .. 0.4 us, float16's and bfloat16's at 2^16 up to
@@ -216,7 +217,7 @@ __device__ __forceinline__ void exact_grid_finish(ExactShared &acc, bool fast, E
     const int kMaxPartials = (GS_MAX_BLOCKS + Policy::kBlock - 1) / Policy::kBlock;
     const unsigned int t = threadIdx.x;
     if (gridDim.x == 1) { /* slow (exact_kernel writes a fast block's sum itself) */
-        exact_finish_alone(acc, n, out, out_dtype, mode);
+        exact_finish_call(acc, n, out, out_dtype, mode);
         return;
     }
     C *partials = (C *)(workspace + GS_PARTIALS_OFFSET);
