@@ -357,41 +357,48 @@ __device__ __forceinline__ void exact_vec(const uint4 &raw, F (&a)[K], ExactShar
         exact_add_vec<In::kSpill, F, K, kPer>(a, x, acc, sp);
 }
 
+/* A block that is not fast: its threads' expansions and spill terms merged in a shared-
+ * memory tree, each thread's as one expansion of J terms (the spill terms are terms like
+ * the others: each merge is exact whatever their order), what J terms cannot hold
+ * flushed, and the tree's last expansion flushed. The spill terms used to be flushed on
+ * their own, 512 flushes per block, whose 64-bit shared atomics on the same few limbs
+ * waited for each other. Every thread; ends with a barrier. */
 template <typename Policy, typename T, typename F, int K, int kU>
 __device__ __forceinline__ void exact_block_merge(ExactShared &acc, F (&a)[kU][K], F (&spill)[2][Policy::kBlock],
                                                   F (&tree)[K][Policy::kBlock])
 {
+    const int J = K + (ExactIn<T>::kSpill ? 2 : 0);
     const unsigned int t = threadIdx.x;
-    if (ExactIn<T>::kSpill) {
-        if (spill[0][t] != F(0))
-            exact_flush(acc, (double)spill[0][t]);
-        if (spill[1][t] != F(0))
-            exact_flush(acc, (double)spill[1][t]);
-    }
+    /* the tree's rows: the expansions', then the spill terms' */
+    auto row = [&](int j) -> F * { return j < K ? tree[j] : spill[j - K]; };
+    F e[J];
+#pragma unroll
+    for (int j = 0; j < J; j++)
+        e[j] = j < K ? a[0][j] : spill[j - K][t];
 #pragma unroll
     for (int u = 1; u < kU; u++)
 #pragma unroll
         for (int k = 0; k < K; k++)
-            exact_add<F, K>(a[0], a[u][k], acc);
+            exact_add<F, J>(e, a[u][k], acc);
 #pragma unroll
-    for (int k = 0; k < K; k++)
-        tree[k][t] = a[0][k];
+    for (int j = 0; j < J; j++)
+        row(j)[t] = e[j];
 #pragma unroll 1
     for (unsigned int half = Policy::kBlock / 2; half > 0; half /= 2) {
         __syncthreads();
         if (t < half) {
 #pragma unroll
-            for (int k = 0; k < K; k++)
-                exact_add<F, K>(a[0], tree[k][t + half], acc);
+            for (int j = 0; j < J; j++)
+                exact_add<F, J>(e, row(j)[t + half], acc);
 #pragma unroll
-            for (int k = 0; k < K; k++)
-                tree[k][t] = a[0][k];
+            for (int j = 0; j < J; j++)
+                row(j)[t] = e[j];
         }
     }
     if (t == 0)
 #pragma unroll
-        for (int k = 0; k < K; k++)
-            exact_flush(acc, (double)a[0][k]);
+        for (int j = 0; j < J; j++)
+            exact_flush(acc, (double)e[j]);
     __syncthreads();
 }
 
