@@ -70,28 +70,29 @@ namespace gs {
  * a word w trips it when ((w & kM) + kB) & kS is nonzero (exponent fields all ones, or at
  * or above the bound: adding kB carries into the field's sign position). kSign: the sign
  * bits of the elements in a word; kHiWords: only the odd words hold exponents (float64);
- * kSpill: residuals go through the spill terms (ExactSpill) before the long accumulator.
- * Not for float64: its kernel then spilled 8 bytes of registers and ran 2 .. 4 % slower
- * at 2^26 .. 2^28 on ordinary data, and float64's range (2,100 bits) outgrows three terms
- * anyway. */
+ * kSpillFast: a block whose threads used their spill terms (ExactSpill) can still be fast
+ * (exact_checked_of adds them in): where the expansion is narrower than the two-double
+ * fold. float64's two terms are as wide as it is, so a residual beyond them means the
+ * block's sum does not fit, and its spill marks the block slow instead (exact_spill), and
+ * the fast path need not read the spill terms (0.1 us at 2^14 .. 2^20 on an H100). */
 template <typename T> struct ExactIn;
-#define GS_EXACT_IN(T, F_, K_, M, B, S, Sign, Hi, Spill)                            \
+#define GS_EXACT_IN(T, F_, K_, M, B, S, Sign, Hi)                                   \
     template <> struct ExactIn<T> {                                                \
         typedef F_ F;                                                              \
         static const int K = K_;                                                   \
-        static const bool kSpill = Spill;                                          \
+        static const bool kSpillFast = K_ * sizeof(F_) < 2 * sizeof(double);       \
         static const uint32_t kM = M, kB = B, kS = S, kSign = Sign;                \
         static const bool kHiWords = Hi;                                           \
         static const int kMinBlocks = 3;                                           \
     };
 /* float32 in float64: exact, and no sum can overflow */
-GS_EXACT_IN(float, double, GS_EXACT_F32_K, 0x7f800000u, 0x00800000u, 0x80000000u, 0x80000000u, false, true)
+GS_EXACT_IN(float, double, GS_EXACT_F32_K, 0x7f800000u, 0x00800000u, 0x80000000u, 0x80000000u, false)
 /* bound 2^960: biased exponent >= 0x7bf */
-GS_EXACT_IN(double, double, 2, 0x7ff00000u, 0x04100000u, 0x80000000u, 0x80000000u, true, false)
+GS_EXACT_IN(double, double, 2, 0x7ff00000u, 0x04100000u, 0x80000000u, 0x80000000u, true)
 /* |x| < 2^16: float never overflows */
-GS_EXACT_IN(__half, float, 2, 0x7c007c00u, 0x04000400u, 0x80008000u, 0x80008000u, false, true)
+GS_EXACT_IN(__half, float, 2, 0x7c007c00u, 0x04000400u, 0x80008000u, 0x80008000u, false)
 /* bound 2^96: biased exponent >= 0xdf */
-GS_EXACT_IN(__nv_bfloat16, float, 2, 0x7f807f80u, 0x10801080u, 0x80008000u, 0x80008000u, false, true)
+GS_EXACT_IN(__nv_bfloat16, float, 2, 0x7f807f80u, 0x10801080u, 0x80008000u, 0x80008000u, false)
 #undef GS_EXACT_IN
 
 template <typename T> __device__ __forceinline__ typename ExactIn<T>::F exact_widen(T x) { return widen(x); }
@@ -132,17 +133,22 @@ __device__ __forceinline__ bool exact_try_plain(F (&a)[K], const F (&x)[kPer])
  * residual on most elements; three terms in all hold a float32 sum over 2^-84 .. 2^60
  * (a one-off simulation: no residual left in 2,650 elements), where the shared 64-bit
  * atomics of a flush per element made such data 44 times slower than the default on an
- * H100. They cost no registers in the main loop. */
+ * H100; float64s in [-1, 1) scaled by 2^-j, j up to 60, ran 8 times slower than the
+ * default at 2^24 without them, 1.9 times with them. They cost no registers in the main
+ * loop. */
 template <typename F> struct ExactSpill {
     F *s;
     int stride;
 };
 
-/* A residual y into the spill terms, what they cannot hold flushed. Not inlined, as
- * exact_flush: inlined into every element's path, it pushed float64's kernel past its
- * register bound (36 bytes of spills). */
-template <typename F> __device__ __noinline__ void exact_spill(ExactShared &acc, ExactSpill<F> sp, F y)
+/* A residual y into the spill terms, what they cannot hold flushed; kMark: the block is no
+ * longer fast (ExactIn's kSpillFast). Not inlined, as exact_flush: inlined into every
+ * element's path, it pushed float64's kernel past its register bound (36 bytes of
+ * spills). */
+template <bool kMark, typename F> __device__ __noinline__ void exact_spill(ExactShared &acc, ExactSpill<F> sp, F y)
 {
+    if (kMark)
+        acc.dirty = 1;
     F s0 = sp.s[0], s1 = sp.s[sp.stride];
     two_sum(s0, y, s0, y);
     two_sum(s1, y, s1, y);
@@ -154,7 +160,7 @@ template <typename F> __device__ __noinline__ void exact_spill(ExactShared &acc,
 
 /* A vector's elements into a, with one test of their residuals: a branch per element kept
  * the compiler from overlapping the elements' additions. */
-template <bool kSpill, typename F, int K, int kPer>
+template <bool kMark, typename F, int K, int kPer>
 __device__ __forceinline__ void exact_add_vec(F (&a)[K], const F (&x)[kPer], ExactShared &acc, ExactSpill<F> sp)
 {
     F r[kPer];
@@ -171,12 +177,8 @@ __device__ __forceinline__ void exact_add_vec(F (&a)[K], const F (&x)[kPer], Exa
     if (any) {
 #pragma unroll
         for (int j = 0; j < kPer; j++)
-            if (r[j] != F(0)) {
-                if (kSpill)
-                    exact_spill(acc, sp, r[j]);
-                else
-                    exact_flush(acc, (double)r[j]);
-            }
+            if (r[j] != F(0))
+                exact_spill<kMark>(acc, sp, r[j]);
     }
 }
 
@@ -239,7 +241,8 @@ __device__ __forceinline__ typename OpExactTree<Chk>::Acc exact_expansion_of(con
 
 /* The thread's expansions and spill terms as one fold of Chk's checked additions
  * (OpExactTree<OpCheckedSum> or <OpCheckedSumDd>; not ok if that cannot be exact): the
- * expansions, then the spill terms that are not zero. Pairs (ExactIsPair) are added
+ * expansions, then the spill terms that are not zero (where ExactIn's kSpillFast; a
+ * float64 block that used them is not fast). Pairs (ExactIsPair) are added
  * pairwise (exact_fold_pairs), each a TwoSum and two checked additions deep;
  * the others in a row, each one double addition deep, where a pairwise fold (and one of
  * the last block's partials) cost cuda_sm11_compat's float32 kernel 4 bytes of spills on
@@ -262,7 +265,7 @@ __device__ __forceinline__ typename OpExactTree<Chk>::Acc exact_checked_of(const
         for (int u = 1; u < kU; u++)
             v = Tree::combine(v, exact_expansion_of<Chk, F, K>(a[u]));
     }
-    if (ExactIn<T>::kSpill)
+    if (ExactIn<T>::kSpillFast)
         for (int k = 0; k < 2; k++)
             if (spill[k * stride] != F(0))
                 v = Tree::combine(v, Tree::of(Chk::term((double)spill[k * stride])));
@@ -354,7 +357,7 @@ __device__ __forceinline__ void exact_vec(const uint4 &raw, F (&a)[K], ExactShar
     for (int k = 0; k < kPer; k++)
         x[k] = (F)exact_widen<T>(v[k]);
     if (!exact_try_plain<F, K, kPer>(a, x))
-        exact_add_vec<In::kSpill, F, K, kPer>(a, x, acc, sp);
+        exact_add_vec<!In::kSpillFast, F, K, kPer>(a, x, acc, sp);
 }
 
 /* A block that is not fast: its threads' expansions and spill terms merged in a shared-
@@ -367,7 +370,7 @@ template <typename Policy, typename T, typename F, int K, int kU>
 __device__ __forceinline__ void exact_block_merge(ExactShared &acc, F (&a)[kU][K], F (&spill)[2][Policy::kBlock],
                                                   F (&tree)[K][Policy::kBlock])
 {
-    const int J = K + (ExactIn<T>::kSpill ? 2 : 0);
+    const int J = K + 2;
     const unsigned int t = threadIdx.x;
     /* the tree's rows: the expansions', then the spill terms' */
     auto row = [&](int j) -> F * { return j < K ? tree[j] : spill[j - K]; };
@@ -413,8 +416,7 @@ __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t 
     __shared__ F tree[K][Policy::kBlock];
     __shared__ F spill[2][Policy::kBlock];
     const unsigned int t = threadIdx.x;
-    if (ExactIn<T>::kSpill)
-        spill[0][t] = spill[1][t] = F(0);
+    spill[0][t] = spill[1][t] = F(0);
     const ExactSpill<F> sp = {&spill[0][t], Policy::kBlock};
     exact_zero(acc);
 
