@@ -190,10 +190,10 @@ template <typename T> __device__ __forceinline__ void exact_slow(T x, ExactShare
     sign_clear |= !(b >> 63);
     if (v != v) {
         acc.dirty = 1;
-        atomicAdd(&acc.nan, 1ull);
+        exact_shared_add(&acc.nan, 1u, false);
     } else if (v - v != 0.0) { /* an infinity */
         acc.dirty = 1;
-        atomicAdd(b >> 63 ? &acc.neg_inf : &acc.pos_inf, 1ull);
+        exact_shared_add(b >> 63 ? &acc.neg_inf : &acc.pos_inf, 1u, false);
     } else {
         exact_flush(acc, v);
     }
