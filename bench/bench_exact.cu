@@ -11,11 +11,14 @@
  * also timed queued (launch_timer.cuh's way): the run waits behind a kernel that spins
  * until the host has launched every call, and its events time the GPU alone. Data:
  * uniform in [-1, 1), made on the device from a seed (from the clock, or --seed: some
- * times depend on the data, float32's at 2^20 by about a microsecond); every exact result
+ * times depend on the data, float32's at 2^20 by about a microsecond), or with --spread J
+ * each of those times 2^-j, j uniform in 0 .. J (float16: at most 14, its range), data
+ * whose exponents spread over J binades and whose sums leave residuals beyond a thread's
+ * expansion (the exact sums' rare paths: ExactSpill, the long accumulator); every exact result
  * is checked bitwise against hostref's exact sum (sizes up to 2^24) or against the other
  * backend's (beyond), so a fast wrong answer cannot pass.
  *
- *   gridsync-bench-exact [--quick] [--csv FILE] [--max-log2 N] [--seed S]
+ *   gridsync-bench-exact [--quick] [--csv FILE] [--max-log2 N] [--seed S] [--spread J]
  *
  * Prints a table: dtype, n, backend, default us, exact us, exact/default throughput,
  * exact - default in us, the same two times and their difference queued, and CUB's
@@ -51,24 +54,29 @@ template <typename T> static void cub_g2g_sum(const void *in, void *out, uint64_
 #include "exact_ref.h"
 #include "hostref.h"
 
-/* Element i: uniform in [-1, 1) from a hash of (seed, i), rounded to the type. */
-__device__ inline double unit_of(uint64_t seed, uint64_t i)
+__device__ inline uint64_t mix64(uint64_t z)
 {
-    uint64_t z = seed + i * 0x9e3779b97f4a7c15ull;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return (double)(int64_t)z * 0x1p-63;
+    return z ^ (z >> 31);
 }
-template <typename T> __global__ void fill(T *p, uint64_t n, uint64_t seed)
+/* Element i: uniform in [-1, 1) from a hash of (seed, i), times 2^-j with j from another
+ * hash, uniform in 0 .. spread; rounded to the type. */
+__device__ inline double unit_of(uint64_t seed, uint64_t i, int spread)
+{
+    const uint64_t z = mix64(seed + i * 0x9e3779b97f4a7c15ull);
+    const double u = (double)(int64_t)z * 0x1p-63;
+    return spread ? ldexp(u, -(int)(mix64(z ^ 0x5eedull) % (uint64_t)(spread + 1))) : u;
+}
+template <typename T> __global__ void fill(T *p, uint64_t n, uint64_t seed, int spread)
 {
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
-        p[i] = (T)unit_of(seed, i);
+        p[i] = (T)unit_of(seed, i, spread);
 }
-__global__ void fill_half(unsigned short *p, uint64_t n, uint64_t seed, int bf16)
+__global__ void fill_half(unsigned short *p, uint64_t n, uint64_t seed, int spread, int bf16)
 {
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
-        const float f = (float)unit_of(seed, i);
+        const float f = (float)unit_of(seed, i, spread);
         unsigned int b;
         memcpy(&b, &f, 4);
         /* float16: the exponent rebased, 10 bits of significand kept (|f| < 1: no overflow;
@@ -96,7 +104,7 @@ static int run(int argc, char **argv)
 {
     bool quick = false;
     const char *csv_path = nullptr;
-    int max_log2 = 28;
+    int max_log2 = 28, spread = 0;
     uint64_t seed = 0x5eed0000ull + (uint64_t)time(nullptr);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
@@ -107,8 +115,11 @@ static int run(int argc, char **argv)
             max_log2 = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             seed = strtoull(argv[++i], nullptr, 0);
+        else if (!strcmp(argv[i], "--spread") && i + 1 < argc && atoi(argv[i + 1]) >= 0 && atoi(argv[i + 1]) <= 100)
+            spread = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: %s [--quick] [--csv FILE] [--max-log2 N] [--seed S]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--quick] [--csv FILE] [--max-log2 N] [--seed S] [--spread J (0 .. 100)]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -132,7 +143,10 @@ static int run(int argc, char **argv)
     char cub_version[32];
     snprintf(cub_version, sizeof cub_version, "%d.%d.%d", CUB_VERSION / 100000, CUB_VERSION / 100 % 1000,
              CUB_VERSION % 100);
-    printf("device %s, seed %" PRIu64 " (--seed replays it)\n", prop.name, seed);
+    printf("device %s, seed %" PRIu64 " (--seed replays it), data: uniform in [-1, 1)", prop.name, seed);
+    if (spread)
+        printf(" times 2^-j, j uniform in 0 .. %d (float16: 0 .. %d)", spread, std::min(spread, 14));
+    printf("\n");
 
     const uint64_t max_n = 1ull << max_log2;
     void *buf;
@@ -159,11 +173,12 @@ static int run(int argc, char **argv)
         for (int lg = 10; lg <= max_log2; lg += 2) {
             const uint64_t n = 1ull << lg;
             if (t == GS_FLOAT32)
-                fill<float><<<1024, 256, 0, stream>>>((float *)buf, n, seed + lg);
+                fill<float><<<1024, 256, 0, stream>>>((float *)buf, n, seed + lg, spread);
             else if (t == GS_FLOAT64)
-                fill<double><<<1024, 256, 0, stream>>>((double *)buf, n, seed + lg);
+                fill<double><<<1024, 256, 0, stream>>>((double *)buf, n, seed + lg, spread);
             else
-                fill_half<<<1024, 256, 0, stream>>>((unsigned short *)buf, n, seed + lg, t == GS_BFLOAT16);
+                fill_half<<<1024, 256, 0, stream>>>((unsigned short *)buf, n, seed + lg,
+                                                    t == GS_BFLOAT16 ? spread : std::min(spread, 14), t == GS_BFLOAT16);
             CK(cudaStreamSynchronize(stream));
             uint64_t want = 0, first_exact = 0;
             const bool check_host = lg <= 24;
