@@ -141,21 +141,33 @@ template <typename F> struct ExactSpill {
     int stride;
 };
 
-/* A residual y into the spill terms, what they cannot hold flushed; kMark: the block is no
- * longer fast (ExactIn's kSpillFast). Not inlined, as exact_flush: inlined into every
+/* A vector's residuals (r, by value: kPer of them, some zero) into the spill terms, what
+ * they cannot hold flushed; kMark: the block is no longer fast (ExactIn's kSpillFast).
+ * One call per vector that has a residual, the spill terms loaded and stored once: a call
+ * per residual ran once per element in a warp whose lanes had residuals at different
+ * elements, each waiting for the last one's store (bfloat16 over 60 binades, one block:
+ * 15 us over the default on an H100). Not inlined, as exact_flush: inlined into every
  * element's path, it pushed float64's kernel past its register bound (36 bytes of
  * spills). */
-template <bool kMark, typename F> __device__ __noinline__ void exact_spill(ExactShared &acc, ExactSpill<F> sp, F y)
+template <typename F, int kPer> struct ExactResiduals {
+    F r[kPer];
+};
+template <bool kMark, typename F, int kPer>
+__device__ __noinline__ void exact_spill(ExactShared &acc, ExactSpill<F> sp, ExactResiduals<F, kPer> r)
 {
     if (kMark)
         acc.dirty = 1;
     F s0 = sp.s[0], s1 = sp.s[sp.stride];
-    two_sum(s0, y, s0, y);
-    two_sum(s1, y, s1, y);
+#pragma unroll
+    for (int j = 0; j < kPer; j++) {
+        F y = r.r[j];
+        two_sum(s0, y, s0, y);
+        two_sum(s1, y, s1, y);
+        if (y != F(0))
+            exact_flush(acc, (double)y);
+    }
     sp.s[0] = s0;
     sp.s[sp.stride] = s1;
-    if (y != F(0))
-        exact_flush(acc, (double)y);
 }
 
 /* A vector's elements into a, with one test of their residuals: a branch per element kept
@@ -163,7 +175,7 @@ template <bool kMark, typename F> __device__ __noinline__ void exact_spill(Exact
 template <bool kMark, typename F, int K, int kPer>
 __device__ __forceinline__ void exact_add_vec(F (&a)[K], const F (&x)[kPer], ExactShared &acc, ExactSpill<F> sp)
 {
-    F r[kPer];
+    ExactResiduals<F, kPer> r;
     bool any = false;
 #pragma unroll
     for (int j = 0; j < kPer; j++) {
@@ -171,15 +183,11 @@ __device__ __forceinline__ void exact_add_vec(F (&a)[K], const F (&x)[kPer], Exa
 #pragma unroll
         for (int k = 0; k < K; k++)
             two_sum(a[k], y, a[k], y);
-        r[j] = y;
+        r.r[j] = y;
         any |= y != F(0);
     }
-    if (any) {
-#pragma unroll
-        for (int j = 0; j < kPer; j++)
-            if (r[j] != F(0))
-                exact_spill<kMark>(acc, sp, r[j]);
-    }
+    if (any)
+        exact_spill<kMark, F, kPer>(acc, sp, r);
 }
 
 /* One element on the slow path: counted if it is not finite, else flushed on its own. */
