@@ -368,51 +368,6 @@ __device__ __forceinline__ void exact_vec(const uint4 &raw, F (&a)[K], ExactShar
         exact_add_vec<!In::kSpillFast, F, K, kPer>(a, x, acc, sp);
 }
 
-/* A block that is not fast: its threads' expansions and spill terms merged in a shared-
- * memory tree, each thread's as one expansion of J terms (the spill terms are terms like
- * the others: each merge is exact whatever their order), what J terms cannot hold
- * flushed, and the tree's last expansion flushed. The spill terms used to be flushed on
- * their own, 512 flushes per block, whose 64-bit shared atomics on the same few limbs
- * waited for each other. Every thread; ends with a barrier. */
-template <typename Policy, typename T, typename F, int K, int kU>
-__device__ __forceinline__ void exact_block_merge(ExactShared &acc, F (&a)[kU][K], F (&spill)[2][Policy::kBlock],
-                                                  F (&tree)[K][Policy::kBlock])
-{
-    const int J = K + 2;
-    const unsigned int t = threadIdx.x;
-    /* the tree's rows: the expansions', then the spill terms' */
-    auto row = [&](int j) -> F * { return j < K ? tree[j] : spill[j - K]; };
-    F e[J];
-#pragma unroll
-    for (int j = 0; j < J; j++)
-        e[j] = j < K ? a[0][j] : spill[j - K][t];
-#pragma unroll
-    for (int u = 1; u < kU; u++)
-#pragma unroll
-        for (int k = 0; k < K; k++)
-            exact_add<F, J>(e, a[u][k], acc);
-#pragma unroll
-    for (int j = 0; j < J; j++)
-        row(j)[t] = e[j];
-#pragma unroll 1
-    for (unsigned int half = Policy::kBlock / 2; half > 0; half /= 2) {
-        __syncthreads();
-        if (t < half) {
-#pragma unroll
-            for (int j = 0; j < J; j++)
-                exact_add<F, J>(e, row(j)[t + half], acc);
-#pragma unroll
-            for (int j = 0; j < J; j++)
-                row(j)[t] = e[j];
-        }
-    }
-    if (t == 0)
-#pragma unroll
-        for (int j = 0; j < J; j++)
-            exact_flush(acc, (double)e[j]);
-    __syncthreads();
-}
-
 template <typename Policy, typename T>
 __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t n, void *__restrict__ out,
                                              unsigned char *workspace, int out_dtype, uint32_t mode)
@@ -526,7 +481,7 @@ __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t 
         __syncthreads(); /* every flush and sign_clear before the merge and the finish */
     }
     if (!fast) {
-        exact_block_merge<Policy, T, F, K, kU>(acc, a, spill, tree);
+        exact_block_merge<Policy, F, K, kU>(acc, a, spill, tree);
     } else if (gridDim.x == 1) { /* one block, fast: no partials, no ticket, no call */
         if (t == 0)
             exact_write_checked<T>(v, n, out, out_dtype);

@@ -1,6 +1,7 @@
 /*
- * The end of an exact sum (exact.cuh): one block's result, or the launch's through the
- * workspace and the last block (docs/design.md's guard), written once for both backends.
+ * The end of an exact sum (exact.cuh): a slow block's merge, one block's result, or the
+ * launch's through the workspace and the last block (docs/design.md's guard), written once
+ * for both backends.
  *
  * Two ways, per block. The fast one: nothing went into the block's long accumulator (no
  * residual, no NaN or infinity, no element on the slow path) and the threads' expansions
@@ -66,6 +67,52 @@ exact_fold_partials(const ExactDd (&p)[kMax], typename Policy::template Scratch<
         if (threadIdx.x + (unsigned int)k * Policy::kBlock < gridDim.x && !OpCheckedSumDd<double>::lost(p[k]))
             w = Tree::combine(w, Tree::of(Chk::of_dd(p[k])));
     return Policy::template block_reduce<Tree, true>(w, s);
+}
+
+/* A block that is not fast (exact.cuh's exact_kernel, before exact_grid_finish): its
+ * threads' expansions and spill terms merged in a shared-memory tree, each thread's as one
+ * expansion of J terms (the spill terms are terms like the others: each merge is exact
+ * whatever their order), what J terms cannot hold flushed, and the tree's last expansion
+ * flushed. The spill terms used to be flushed on their own, 512 flushes per block, whose
+ * 64-bit shared atomics on the same few limbs waited for each other. Every thread; ends
+ * with a barrier. */
+template <typename Policy, typename F, int K, int kU>
+__device__ __forceinline__ void exact_block_merge(ExactShared &acc, F (&a)[kU][K], F (&spill)[2][Policy::kBlock],
+                                                  F (&tree)[K][Policy::kBlock])
+{
+    const int J = K + 2;
+    const unsigned int t = threadIdx.x;
+    /* the tree's rows: the expansions', then the spill terms' */
+    auto row = [&](int j) -> F * { return j < K ? tree[j] : spill[j - K]; };
+    F e[J];
+#pragma unroll
+    for (int j = 0; j < J; j++)
+        e[j] = j < K ? a[0][j] : spill[j - K][t];
+#pragma unroll
+    for (int u = 1; u < kU; u++)
+#pragma unroll
+        for (int k = 0; k < K; k++)
+            exact_add<F, J>(e, a[u][k], acc);
+#pragma unroll
+    for (int j = 0; j < J; j++)
+        row(j)[t] = e[j];
+#pragma unroll 1
+    for (unsigned int half = Policy::kBlock / 2; half > 0; half /= 2) {
+        __syncthreads();
+        if (t < half) {
+#pragma unroll
+            for (int j = 0; j < J; j++)
+                exact_add<F, J>(e, row(j)[t + half], acc);
+#pragma unroll
+            for (int j = 0; j < J; j++)
+                row(j)[t] = e[j];
+        }
+    }
+    if (t == 0)
+#pragma unroll
+        for (int j = 0; j < J; j++)
+            exact_flush(acc, (double)e[j]);
+    __syncthreads();
 }
 
 /* A slow block's long accumulator into the launch's in the workspace, each thread's atomics
