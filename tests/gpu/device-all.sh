@@ -6,7 +6,10 @@
 #      bench/run_segmented.sh (gs_segmented_reduce against CUB);
 #   3. then, all at once: the gpu-full suite's programs for the automatic choice and each
 #      backend forced (test_gpu_reduce, test_gpu_bounded, test_gpu_concurrency and its
-#      sticky mode; what `meson test --suite gpu-full` runs one at a time), the
+#      sticky mode; not its exact sums' programs, test_gpu_exact and test_gpu_segexact,
+#      whose full modes take about 200 s per backend alone on an H100, nor python-gpu:
+#      `meson test -C build-dev --suite gpu-full` runs those; test_gpu_lazy is in the
+#      quick suite 'gpu' only), the
 #      device helpers' test for the four guards, the work-queue example, `gridsync info`, and
 #      compute-sanitizer's four tools over the segmented reduction (quick mode) and memcheck
 #      over the bad offsets of test_gpu_bounded for both backends (its timings are
