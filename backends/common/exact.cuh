@@ -157,17 +157,12 @@ __device__ __noinline__ void exact_spill(ExactShared &acc, ExactSpill<F> sp, Exa
 {
     if (kMark)
         acc.dirty = 1;
-    F s0 = sp.s[0], s1 = sp.s[sp.stride];
+    F e[2] = {sp.s[0], sp.s[sp.stride]};
 #pragma unroll
-    for (int j = 0; j < kPer; j++) {
-        F y = r.r[j];
-        two_sum(s0, y, s0, y);
-        two_sum(s1, y, s1, y);
-        if (y != F(0))
-            exact_flush(acc, (double)y);
-    }
-    sp.s[0] = s0;
-    sp.s[sp.stride] = s1;
+    for (int j = 0; j < kPer; j++)
+        exact_add<F, 2>(e, r.r[j], acc);
+    sp.s[0] = e[0];
+    sp.s[sp.stride] = e[1];
 }
 
 /* A vector's elements into a, with one test of their residuals: a branch per element kept

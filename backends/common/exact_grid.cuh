@@ -69,30 +69,14 @@ exact_fold_partials(const ExactDd (&p)[kMax], typename Policy::template Scratch<
     return Policy::template block_reduce<Tree, true>(w, s);
 }
 
-/* A block that is not fast (exact.cuh's exact_kernel, before exact_grid_finish): its
- * threads' expansions and spill terms merged in a shared-memory tree, each thread's as one
- * expansion of J terms (the spill terms are terms like the others: each merge is exact
- * whatever their order), what J terms cannot hold flushed, and the tree's last expansion
- * flushed. The spill terms used to be flushed on their own, 512 flushes per block, whose
- * 64-bit shared atomics on the same few limbs waited for each other. Every thread; ends
- * with a barrier. */
-template <typename Policy, typename F, int K, int kU>
-__device__ __forceinline__ void exact_block_merge(ExactShared &acc, F (&a)[kU][K], F (&spill)[2][Policy::kBlock],
-                                                  F (&tree)[K][Policy::kBlock])
+/* Every thread's expansion e (J terms) merged in a shared-memory tree whose rows row(j)
+ * (kBlock slots each) the threads share: each merge exact (exact_add), what J terms cannot
+ * hold flushed, and the tree's last expansion, in thread 0, flushed. Every thread; holds
+ * barriers, and reads the rows until it returns. */
+template <typename Policy, typename F, int J, typename Row>
+__device__ __forceinline__ void exact_tree_merge(ExactShared &acc, F (&e)[J], Row row)
 {
-    const int J = K + 2;
     const unsigned int t = threadIdx.x;
-    /* the tree's rows: the expansions', then the spill terms' */
-    auto row = [&](int j) -> F * { return j < K ? tree[j] : spill[j - K]; };
-    F e[J];
-#pragma unroll
-    for (int j = 0; j < J; j++)
-        e[j] = j < K ? a[0][j] : spill[j - K][t];
-#pragma unroll
-    for (int u = 1; u < kU; u++)
-#pragma unroll
-        for (int k = 0; k < K; k++)
-            exact_add<F, J>(e, a[u][k], acc);
 #pragma unroll
     for (int j = 0; j < J; j++)
         row(j)[t] = e[j];
@@ -112,6 +96,30 @@ __device__ __forceinline__ void exact_block_merge(ExactShared &acc, F (&a)[kU][K
 #pragma unroll
         for (int j = 0; j < J; j++)
             exact_flush(acc, (double)e[j]);
+}
+
+/* A block that is not fast (exact.cuh's exact_kernel, before exact_grid_finish): each
+ * thread's expansions and spill terms as one expansion of J terms (the spill terms are
+ * terms like the others: each merge is exact whatever their order), merged over the block
+ * (exact_tree_merge) with the spill array as the tree's last rows. The spill terms used to
+ * be flushed on their own, 512 flushes per block, whose 64-bit shared atomics on the same
+ * few limbs waited for each other. Every thread; ends with a barrier. */
+template <typename Policy, typename F, int K, int kU>
+__device__ __forceinline__ void exact_block_merge(ExactShared &acc, F (&a)[kU][K], F (&spill)[2][Policy::kBlock],
+                                                  F (&tree)[K][Policy::kBlock])
+{
+    const int J = K + 2;
+    const unsigned int t = threadIdx.x;
+    F e[J];
+#pragma unroll
+    for (int j = 0; j < J; j++)
+        e[j] = j < K ? a[0][j] : spill[j - K][t];
+#pragma unroll
+    for (int u = 1; u < kU; u++)
+#pragma unroll
+        for (int k = 0; k < K; k++)
+            exact_add<F, J>(e, a[u][k], acc);
+    exact_tree_merge<Policy>(acc, e, [&](int j) -> F * { return j < K ? tree[j] : spill[j - K]; });
     __syncthreads();
 }
 
@@ -220,22 +228,7 @@ __device__ __noinline__ void exact_last_slow(ExactShared &acc, bool all_lost, Ex
                 sign_clear |= !signbit(Chk::value(pb));
             }
         }
-        tree[0][t] = e[0];
-        tree[1][t] = e[1];
-#pragma unroll 1
-        for (unsigned int half = Policy::kBlock / 2; half > 0; half /= 2) {
-            __syncthreads();
-            if (t < half) {
-                exact_add<double, 2>(e, tree[0][t + half], acc);
-                exact_add<double, 2>(e, tree[1][t + half], acc);
-                tree[0][t] = e[0];
-                tree[1][t] = e[1];
-            }
-        }
-        if (t == 0) {
-            exact_flush(acc, e[0]);
-            exact_flush(acc, e[1]);
-        }
+        exact_tree_merge<Policy>(acc, e, [&](int j) -> double * { return tree[j]; });
     }
     if (sign_clear)
         acc.sign_clear = 1;
