@@ -10,7 +10,9 @@
  *     sum of the thread's elements == sum of its expansions and spill terms + what it flushed,
  * exactly (ExBLAS: Iakymchuk, Collange, Defour, Graillat). Before that, each vector is tried
  * with plain additions into a[0] (exact_try_plain), kept when all of them were exact: for
- * ordinary data that is all the loop does, with no memory traffic.
+ * ordinary data that is all the loop does, with no memory traffic. float32 instead goes into
+ * fixed point in two doubles (exact_anchor.cuh), the same identity with hi + lo for the
+ * expansions; ExactThread holds either.
  *
  * The block's long accumulator is gs_exact_acc's fixed point (limbs of 32-bit digits from
  * 2^-1088) in shared memory, added to with 64-bit integer atomics: integer addition is
@@ -48,18 +50,10 @@
 #pragma once
 
 #include "exact_acc.cuh"
+#include "exact_anchor.cuh"
 #include "exact_grid.cuh"
+#include "exact_spill.cuh"
 #include "reduce.cuh"
-
-/* A tuning knob, for benchmarks of variants only (NVCC_APPEND_FLAGS=-D...): the float32
- * expansion's length (exact_ops.cuh has the other, GS_EXACT_FAST2SUM). Every variant is
- * exact; only the speed differs. float32 has K = 1 since the plain-
- * addition fast path (exact_try_plain): with K = 2 its kernel spilled 40 bytes under the
- * 3-block register bound and ran at 0.89 of the default at 2^26 on an H100, with K = 1 at
- * 0.96 (bench/HISTORY.md). */
-#ifndef GS_EXACT_F32_K
-#  define GS_EXACT_F32_K 1
-#endif
 
 namespace gs {
 
@@ -71,32 +65,34 @@ namespace gs {
  * or above the bound: adding kB carries into the field's sign position). kSign: the sign
  * bits of the elements in a word; kHiWords: only the odd words hold exponents (float64);
  * kSpillFast: a block whose threads used their spill terms (ExactSpill) can still be fast
- * (exact_checked_of adds them in): where the expansion is narrower than the two-double
- * fold. float64's two terms are as wide as it is, so a residual beyond them means the
- * block's sum does not fit, and its spill marks the block slow instead (exact_spill), and
- * the fast path need not read the spill terms (0.1 us at 2^14 .. 2^20 on an H100). */
+ * (exact_checked_of adds them in): where the thread's terms are narrower than the
+ * two-double fold, or (float32) where the spill terms take what moving the window left
+ * behind (exact_anchor.cuh). float64's two terms are as wide as the fold, so a residual
+ * beyond them means the block's sum does not fit, and its spill marks the block slow
+ * instead (exact_spill), and the fast path need not read the spill terms (0.1 us at 2^14
+ * .. 2^20 on an H100). */
 template <typename T> struct ExactIn;
-#define GS_EXACT_IN(T, F_, K_, M, B, S, Sign, Hi)                                   \
+#define GS_EXACT_IN(T, F_, K_, SF, M, B, S, Sign, Hi)                               \
     template <> struct ExactIn<T> {                                                \
         typedef F_ F;                                                              \
         static const int K = K_;                                                   \
-        static const bool kSpillFast = K_ * sizeof(F_) < 2 * sizeof(double);       \
+        static const bool kSpillFast = SF;                                         \
         static const uint32_t kM = M, kB = B, kS = S, kSign = Sign;                \
         static const bool kHiWords = Hi;                                           \
         static const int kMinBlocks = 3;                                           \
     };
-/* float32 in float64: exact, and no sum can overflow */
-GS_EXACT_IN(float, double, GS_EXACT_F32_K, 0x7f800000u, 0x00800000u, 0x80000000u, 0x80000000u, false)
+/* float32 in float64 fixed point, hi + lo (exact_anchor.cuh, whose window is its guard:
+ * kM, kB, kS unused); no sum can overflow */
+GS_EXACT_IN(float, double, 2, true, 0x7f800000u, 0x00800000u, 0x80000000u, 0x80000000u, false)
 /* bound 2^960: biased exponent >= 0x7bf */
-GS_EXACT_IN(double, double, 2, 0x7ff00000u, 0x04100000u, 0x80000000u, 0x80000000u, true)
+GS_EXACT_IN(double, double, 2, false, 0x7ff00000u, 0x04100000u, 0x80000000u, 0x80000000u, true)
 /* |x| < 2^16: float never overflows */
-GS_EXACT_IN(__half, float, 2, 0x7c007c00u, 0x04000400u, 0x80008000u, 0x80008000u, false)
+GS_EXACT_IN(__half, float, 2, true, 0x7c007c00u, 0x04000400u, 0x80008000u, 0x80008000u, false)
 /* bound 2^96: biased exponent >= 0xdf */
-GS_EXACT_IN(__nv_bfloat16, float, 2, 0x7f807f80u, 0x10801080u, 0x80008000u, 0x80008000u, false)
+GS_EXACT_IN(__nv_bfloat16, float, 2, true, 0x7f807f80u, 0x10801080u, 0x80008000u, 0x80008000u, false)
 #undef GS_EXACT_IN
 
 template <typename T> __device__ __forceinline__ typename ExactIn<T>::F exact_widen(T x) { return widen(x); }
-template <> __device__ __forceinline__ double exact_widen<float>(float x) { return (double)x; }
 template <> __device__ __forceinline__ double exact_widen<double>(double x) { return x; }
 
 __device__ __forceinline__ double add_rn(double a, double b) { return __dadd_rn(a, b); }
@@ -127,44 +123,6 @@ __device__ __forceinline__ bool exact_try_plain(F (&a)[K], const F (&x)[kPer])
     return exact;
 }
 
-/* A thread's two spill terms, in shared memory (exact_kernel's spill[2][kBlock]; s[0] and
- * s[stride]): the residuals that a vector's expansion could not hold go through them, two
- * more TwoSums, before the long accumulator. Data whose exponents spread wide leaves a
- * residual on most elements; three terms in all hold a float32 sum over 2^-84 .. 2^60
- * (a one-off simulation: no residual left in 2,650 elements), where the shared 64-bit
- * atomics of a flush per element made such data 44 times slower than the default on an
- * H100; float64s in [-1, 1) scaled by 2^-j, j up to 60, ran 8 times slower than the
- * default at 2^24 without them, 1.9 times with them. They cost no registers in the main
- * loop. */
-template <typename F> struct ExactSpill {
-    F *s;
-    int stride;
-};
-
-/* A vector's residuals (r, by value: kPer of them, some zero) into the spill terms, what
- * they cannot hold flushed; kMark: the block is no longer fast (ExactIn's kSpillFast).
- * One call per vector that has a residual, the spill terms loaded and stored once: a call
- * per residual ran once per element in a warp whose lanes had residuals at different
- * elements, each waiting for the last one's store (bfloat16 over 60 binades, one block:
- * 15 us over the default on an H100). Not inlined, as exact_flush: inlined into every
- * element's path, it pushed float64's kernel past its register bound (36 bytes of
- * spills). */
-template <typename F, int kPer> struct ExactResiduals {
-    F r[kPer];
-};
-template <bool kMark, typename F, int kPer>
-__device__ __noinline__ void exact_spill(ExactShared &acc, ExactSpill<F> sp, ExactResiduals<F, kPer> r)
-{
-    if (kMark)
-        acc.dirty = 1;
-    F e[2] = {sp.s[0], sp.s[sp.stride]};
-#pragma unroll
-    for (int j = 0; j < kPer; j++)
-        exact_add<F, 2>(e, r.r[j], acc);
-    sp.s[0] = e[0];
-    sp.s[sp.stride] = e[1];
-}
-
 /* A vector's elements into a, with one test of their residuals: a branch per element kept
  * the compiler from overlapping the elements' additions. */
 template <bool kMark, typename F, int K, int kPer>
@@ -183,23 +141,6 @@ __device__ __forceinline__ void exact_add_vec(F (&a)[K], const F (&x)[kPer], Exa
     }
     if (any)
         exact_spill<kMark, F, kPer>(acc, sp, r);
-}
-
-/* One element on the slow path: counted if it is not finite, else flushed on its own. */
-template <typename T> __device__ __forceinline__ void exact_slow(T x, ExactShared &acc, bool &sign_clear)
-{
-    const double v = (double)exact_widen<T>(x);
-    const unsigned long long b = (unsigned long long)__double_as_longlong(v);
-    sign_clear |= !(b >> 63);
-    if (v != v) {
-        acc.dirty = 1;
-        exact_shared_add(&acc.nan, 1u, false);
-    } else if (v - v != 0.0) { /* an infinity */
-        acc.dirty = 1;
-        exact_shared_add(b >> 63 ? &acc.neg_inf : &acc.pos_inf, 1u, false);
-    } else {
-        exact_flush(acc, v);
-    }
 }
 
 /* One element outside the vectors (the head and tail): into the expansion when the guard
@@ -311,10 +252,6 @@ __device__ __forceinline__ bool exact_block_try(const F (&a)[kU][K], const F *sp
  * gave the array a stack slot whose stores the compiler kept (the slot's address also went
  * to a call), 16 bytes of local-memory stores per vector. */
 template <typename T> __device__ __forceinline__ T exact_elem(const uint32_t (&w)[4], int k);
-template <> __device__ __forceinline__ float exact_elem<float>(const uint32_t (&w)[4], int k)
-{
-    return __uint_as_float(w[k]);
-}
 template <> __device__ __forceinline__ double exact_elem<double>(const uint32_t (&w)[4], int k)
 {
     return __hiloint2double((int)w[2 * k + 1], (int)w[2 * k]);
@@ -363,12 +300,73 @@ __device__ __forceinline__ void exact_vec(const uint4 &raw, F (&a)[K], ExactShar
         exact_add_vec<!In::kSpillFast, F, K, kPer>(a, x, acc, sp);
 }
 
+/* A thread's sums (exact_kernel): float16, bfloat16 and float64 in kU expansions of K
+ * terms, one per vector of a trip (independent chains of additions); float32 in fixed
+ * point (exact_anchor.cuh), which ends as one expansion of two terms. trip: at each trip's
+ * start; vec: vector u of a trip whose first count of kU vectors are loaded (float32 only:
+ * the other types' rolled loop has vectors one by one, for one); scalar: the head and the
+ * tail; end: the kRows expansions, after the last element (sign_clear final). */
+template <typename T, int kU> struct ExactThread {
+    typedef typename ExactIn<T>::F F;
+    static const int K = ExactIn<T>::K, kRows = kU;
+    F a[kU][K];
+    __device__ __forceinline__ ExactThread()
+    {
+#pragma unroll
+        for (int u = 0; u < kU; u++)
+#pragma unroll
+            for (int k = 0; k < K; k++)
+                a[u][k] = k ? F(0) : F(-0.0); /* -0: the zero sign of OpCheckedSum */
+    }
+    __device__ __forceinline__ void trip(ExactShared &, ExactSpill<F>) {}
+    __device__ __forceinline__ void vec(const uint4 (&raw)[kU], int u, int, ExactShared &acc, ExactSpill<F> sp,
+                                        uint32_t &sign_and, bool &sign_clear)
+    {
+        exact_vec<T, F, K>(raw[u], a[u], acc, sp, sign_and, sign_clear);
+    }
+    __device__ __forceinline__ void one(const uint4 &raw, ExactShared &acc, ExactSpill<F> sp, uint32_t &sign_and,
+                                        bool &sign_clear)
+    {
+        exact_vec<T, F, K>(raw, a[0], acc, sp, sign_and, sign_clear);
+    }
+    __device__ __forceinline__ void scalar(T x, ExactShared &acc, ExactSpill<F>, bool &sign_clear)
+    {
+        exact_scalar<T, F, K>(x, a[0], acc, sign_clear);
+    }
+    __device__ __forceinline__ F (&end(bool))[kU][K] { return a; }
+};
+template <int kU> struct ExactThread<float, kU> {
+    typedef double F;
+    static const int K = 2, kRows = 1;
+    static_assert(kU * 4 <= 16, "exact_anchor.cuh's bounds allow 16 elements a trip");
+    ExactAnchor s;
+    F a[1][2];
+    __device__ __forceinline__ ExactThread() : s(exact_anchor_init()) {}
+    __device__ __forceinline__ void trip(ExactShared &acc, ExactSpill<F> sp) { exact_anchor_trip(s, acc, sp); }
+    __device__ __forceinline__ void vec(const uint4 (&raw)[kU], int u, int count, ExactShared &acc, ExactSpill<F> sp,
+                                        uint32_t &sign_and, bool &sign_clear)
+    {
+        exact_anchor_vec<kU>(s, raw, u, count, acc, sp, sign_and, sign_clear);
+    }
+    __device__ __forceinline__ void scalar(float x, ExactShared &acc, ExactSpill<F> sp, bool &sign_clear)
+    {
+        exact_anchor_scalar(x, acc, sp, sign_clear);
+    }
+    __device__ __forceinline__ F (&end(bool sign_clear))[1][2]
+    {
+        exact_anchor_end(s, sign_clear, a[0]);
+        return a;
+    }
+};
+
 template <typename Policy, typename T>
 __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t n, void *__restrict__ out,
                                              unsigned char *workspace, int out_dtype, uint32_t mode)
 {
-    typedef typename ExactIn<T>::F F;
-    const int K = ExactIn<T>::K, kU = Policy::kUnroll, kPer = 16 / sizeof(T);
+    const int kU = Policy::kUnroll, kPer = 16 / sizeof(T);
+    typedef ExactThread<T, kU> Th;
+    typedef typename Th::F F;
+    const int K = Th::K, kRows = Th::kRows;
     static_assert(Policy::kBlock >= GS_EXACT_LIMBS + 4, "a thread per limb and per count");
     __shared__ ExactShared acc;
     __shared__ F tree[K][Policy::kBlock];
@@ -386,17 +384,12 @@ __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t 
         head = n;
     const uint64_t nvec = (n - head) / kPer, tail_begin = head + nvec * kPer;
     const uint4 *vin = (const uint4 *)(in + head);
-    F a[kU][K];
-#pragma unroll
-    for (int u = 0; u < kU; u++)
-#pragma unroll
-        for (int k = 0; k < K; k++)
-            a[u][k] = k ? F(0) : F(-0.0); /* -0: the zero sign of OpCheckedSum */
+    Th th;
     uint32_t sign_and = ~0u;
     bool sign_clear = false;
 #pragma unroll 1
     for (uint64_t h = gt; h < head; h += nt)
-        exact_scalar<T, F, K>(in[h], a[0], acc, sign_clear);
+        th.scalar(in[h], acc, sp, sign_clear);
     /* kU vectors per trip, and the next trip's loads issued before this trip's additions,
      * so the loads never wait for the arithmetic. */
     uint64_t i = gt;
@@ -413,9 +406,10 @@ __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t 
 #pragma unroll
                 for (int u = 0; u < kU; u++)
                     ahead[u] = Policy::load16(vin + next + u * nt);
+            th.trip(acc, sp);
 #pragma unroll
             for (int u = 0; u < kU; u++)
-                exact_vec<T, F, K>(raw[u], a[u], acc, sp, sign_and, sign_clear);
+                th.vec(raw, u, kU, acc, sp, sign_and, sign_clear);
             i = next;
             if (!more)
                 break;
@@ -425,35 +419,43 @@ __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t 
         }
     }
     if constexpr (sizeof(T) == 4) {
-        /* float32: fewer than kU vectors left, their loads issued at once, each into its
-         * own expansion. The small sums' grids (gs_grid_for_exact) leave a thread one to
+        /* float32: fewer than kU vectors left, their loads issued at once. The small
+         * sums' grids (gs_grid_for_exact) leave a thread one to
          * three vectors; loaded one after the other, as accumulate_parts does, each waited
-         * for memory in turn (on an H100, float32 at 2^18 gained 0.25 us, 2^20 0.2 us).
+         * for memory in turn (on an H100, float32 at 2^18 gained 0.25 us, 2^20 0.2 us;
+         * measured with one expansion per vector, before exact_anchor.cuh).
          * Not for float64, whose sum at 2^20 lost 0.2 us with it, nor for float16 and
          * bfloat16: it changed the registers of their main loop (66 more moves), which cost
          * them 1 .. 2 % at 2^26, below the 0.95 target, for 0.2 us at 2^12 and 2^20. */
         if (i < nvec) {
-            uint4 raw[kU > 1 ? kU - 1 : 1];
+            uint4 raw[kU];
+            int count = 0;
 #pragma unroll
-            for (int u = 0; u < kU - 1; u++)
-                if (i + u * nt < nvec)
+            for (int u = 0; u < kU; u++) {
+                raw[u] = make_uint4(0, 0, 0, 0);
+                if (u < kU - 1 && i + u * nt < nvec) {
                     raw[u] = Policy::load16(vin + i + u * nt);
+                    count++;
+                }
+            }
+            th.trip(acc, sp);
 #pragma unroll
             for (int u = 0; u < kU - 1; u++)
-                if (i + u * nt < nvec)
-                    exact_vec<T, F, K>(raw[u], a[u], acc, sp, sign_and, sign_clear);
+                if (u < count)
+                    th.vec(raw, u, count, acc, sp, sign_and, sign_clear);
         }
     } else {
 #pragma unroll 1
         for (; i < nvec; i += nt)
-            exact_vec<T, F, K>(Policy::load16(vin + i), a[0], acc, sp, sign_and, sign_clear);
+            th.one(Policy::load16(vin + i), acc, sp, sign_and, sign_clear);
     }
 #pragma unroll 1
     for (uint64_t r = tail_begin + gt; r < n; r += nt)
-        exact_scalar<T, F, K>(in[r], a[0], acc, sign_clear);
+        th.scalar(in[r], acc, sp, sign_clear);
     sign_clear |= (sign_and & ExactIn<T>::kSign) != ExactIn<T>::kSign;
     if (sign_clear)
         acc.sign_clear = 1; /* the same value from any thread: no atomic needed */
+    const F(&a)[kRows][K] = th.end(sign_clear);
 
     /* The fast path (exact_grid.cuh): nothing went into the limbs, and the threads'
      * expansions add up exactly in one double (cheaper, and enough for most data; not for
@@ -465,18 +467,18 @@ __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t 
     bool fast = false;
     if (!mode) {
         if constexpr (sizeof(T) < 8) { /* float64: the two-double try only */
-            fast = exact_block_try<Policy, OpCheckedSum<T>, T, F, K, kU>(a, &spill[0][t], scratch.d, acc, v);
+            fast = exact_block_try<Policy, OpCheckedSum<T>, T, F, K, kRows>(a, &spill[0][t], scratch.d, acc, v);
             if (!fast)
                 __syncthreads(); /* the first try's reads of the scratch done */
         }
         /* acc.dirty only after the first try's barrier (float64's try reads it itself) */
         if (!fast && (sizeof(T) == 8 || !acc.dirty))
-            fast = exact_block_try<Policy, OpCheckedSumDd<T>, T, F, K, kU>(a, &spill[0][t], scratch.dd, acc, v);
+            fast = exact_block_try<Policy, OpCheckedSumDd<T>, T, F, K, kRows>(a, &spill[0][t], scratch.dd, acc, v);
     } else {
         __syncthreads(); /* every flush and sign_clear before the merge and the finish */
     }
     if (!fast) {
-        exact_block_merge<Policy, F, K, kU>(acc, a, spill, tree);
+        exact_block_merge<Policy, F, K, kRows>(acc, a, spill, tree);
     } else if (gridDim.x == 1) { /* one block, fast: no partials, no ticket, no call */
         if (t == 0)
             exact_write_checked<T>(v, n, out, out_dtype);

@@ -105,7 +105,7 @@ __device__ __forceinline__ void exact_tree_merge(ExactShared &acc, F (&e)[J], Ro
  * be flushed on their own, 512 flushes per block, whose 64-bit shared atomics on the same
  * few limbs waited for each other. Every thread; ends with a barrier. */
 template <typename Policy, typename F, int K, int kU>
-__device__ __forceinline__ void exact_block_merge(ExactShared &acc, F (&a)[kU][K], F (&spill)[2][Policy::kBlock],
+__device__ __forceinline__ void exact_block_merge(ExactShared &acc, const F (&a)[kU][K], F (&spill)[2][Policy::kBlock],
                                                   F (&tree)[K][Policy::kBlock])
 {
     const int J = K + 2;
