@@ -19,13 +19,16 @@
  * - a trip of at most 16 elements (kU x 4) moves hi by less than 2^(c + 49) + 2^(c + 3)
  *   and lo by at most 2^(c + 3); so checked at each trip's start (exact_anchor_trip), hi
  *   within 2^(c + 50) (hb's top two significand bits 01 or 10) and |lo| < 2^(c + 4) =
- *   2^(L + 52), neither can leave its range before the next check. A failed check moves hi
- *   and lo to the spill terms (exact_spill) and starts them again: for data of one sign,
- *   once in about 32 times the largest element's worth.
- * The first window is fixed, |x| in [2^-67, 2^3); a vector above it, or below it with the
- * rest of its trip, moves it to 3 fields above the trip's largest element (hi and lo
- * spilled first). An element below it (or subnormal) goes to the spill terms (two
- * TwoSums); a vector with a NaN or an infinity takes the slow path.
+ *   2^(L + 52), neither can leave its range before the next check. A failed check adds lo
+ *   into hi, and raises the window by 8 fields if hi is still too large (data of one sign:
+ *   once in about 32 times the largest element's worth).
+ * The first window is fixed, |x| in [2^-67, 2^3). A vector above it raises it to 3 fields
+ * above the trip's largest element; raising keeps hi and lo, re-expressed on the coarser
+ * grid, and spills only lo's bits below it (exact_anchor_raise). A vector below it with
+ * the rest of its trip moves it down there (hi and lo spilled). An element below it (or
+ * subnormal) goes to the spill terms (two TwoSums); a vector with a NaN or an infinity
+ * takes the slow path. The windows' moves and checks are tested on the host too (the
+ * code compiled with stand-ins for the CUDA intrinsics, against hostref's exact sum).
  *
  * Against the expansion with a plain-addition try it replaces (float32 in one double): 4
  * float64 additions per element instead of 3 additions and 2 compares on ordinary data,
@@ -48,19 +51,25 @@ struct ExactAnchor {
     uint32_t vlo, vwid, lo_max;
 };
 
-/* The window from fm, the largest exponent field the thread has seen: its top ftop 3
- * fields above (at most 254: no float32 is larger), c = ftop - 171. hi and lo are zero. */
-__device__ __forceinline__ void exact_anchor_at(ExactAnchor &s, uint32_t fm)
+/* The window for top ftop (c = ftop - 171; at most 254 + 64, a float32's fields end at
+ * 254: beyond, only the grid moves), hi and lo zero. */
+__device__ __forceinline__ void exact_anchor_at(ExactAnchor &s, uint32_t ftop)
 {
-    const uint32_t ftop = fm + 3 < 254 ? fm + 3 : 254;
+    const uint32_t fhi = ftop < 254 ? ftop : 254;
     const uint32_t flo = ftop > 70 ? ftop - 69 : 1;
     /* C = 1.5 * 2^(c + 52): exponent field c + 52 + 1023 = ftop + 904 */
     s.C = __hiloint2double((int)(((ftop + 904) << 20) | 0x80000u), 0);
     s.hb = s.C;
     s.lo = 0.0;
     s.vlo = flo << 24;
-    s.vwid = ((ftop - flo + 1) << 24) - 1;
+    s.vwid = flo <= fhi ? ((fhi - flo + 1) << 24) - 1 : 0;
     s.lo_max = ftop + 855; /* |lo| < 2^(c + 4): exponent field at most c + 3 + 1023 */
+}
+
+/* The window's top field, from C's exponent field (ftop + 904). */
+__device__ __forceinline__ uint32_t exact_anchor_top(const ExactAnchor &s)
+{
+    return ((uint32_t)__double2hiint(s.C) >> 20) - 904;
 }
 
 /* The first window, fixed: |x| in [2^-67, 2^3), ordinary data's (a window from the first
@@ -70,7 +79,7 @@ __device__ __forceinline__ void exact_anchor_at(ExactAnchor &s, uint32_t fm)
 __device__ __forceinline__ ExactAnchor exact_anchor_init()
 {
     ExactAnchor s;
-    exact_anchor_at(s, 126);
+    exact_anchor_at(s, 129);
     return s;
 }
 
@@ -84,15 +93,6 @@ __device__ __forceinline__ void exact_anchor_spill(ExactAnchor &s, ExactShared &
     s.lo = 0.0;
 }
 
-/* At a trip's start: hi and lo spilled when either could leave its range in the trip. */
-__device__ __forceinline__ void exact_anchor_trip(ExactAnchor &s, ExactShared &acc, ExactSpill<double> sp)
-{
-    const uint32_t h = (uint32_t)__double2hiint(s.hb);
-    const uint32_t l = ((uint32_t)__double2hiint(s.lo) >> 20) & 0x7ffu;
-    if (!(((h >> 18) + 1) & 2) || l > s.lo_max)
-        exact_anchor_spill(s, acc, sp);
-}
-
 /* x (in the window) into hb and lo: four additions, all exact. */
 __device__ __forceinline__ void exact_anchor_add(ExactAnchor &s, double x)
 {
@@ -100,6 +100,58 @@ __device__ __forceinline__ void exact_anchor_add(ExactAnchor &s, double x)
     const double r = __dsub_rn(x, __dsub_rn(t, s.hb));
     s.hb = t;
     s.lo = __dadd_rn(s.lo, r);
+}
+
+/* y split at 2^L (B = 1.5 * 2^(L + 52), |y| < 2^(L + 51)): the multiple of 2^L nearest to
+ * it, returned, and the rest, in rest. Both exact. */
+__device__ __forceinline__ double exact_anchor_split(double y, double B, double &rest)
+{
+    const double h = __dsub_rn(__dadd_rn(B, y), B);
+    rest = __dsub_rn(y, h);
+    return h;
+}
+
+/* The window raised to top ftop (at least 2 fields above the current top), hi and lo
+ * kept: hi onto the coarser grid 2^c' (its remainder and lo split at lo's new grid 2^L',
+ * L' = c' - 48), only the bits below 2^L' spilled. Spilling hi and lo whole put a large
+ * value among the spill terms, which hold the elements below the window; those then went
+ * to the long accumulator, a flush each (data over 100 binades, 2^28 elements: 7.7 times
+ * the default's time). */
+__device__ __forceinline__ void exact_anchor_raise(ExactAnchor &s, uint32_t ftop, ExactShared &acc,
+                                                   ExactSpill<double> sp)
+{
+    const double hi = __dsub_rn(s.hb, s.C), lo = s.lo;
+    exact_anchor_at(s, ftop);
+    const double t = __dadd_rn(s.hb, hi); /* hi rounded to 2^c', exact as in exact_anchor_add */
+    const double rem = __dsub_rn(hi, __dsub_rn(t, s.hb));
+    s.hb = t;
+    /* B = 1.5 * 2^(L' + 52): exponent field c' - 48 + 52 + 1023 = ftop + 856 */
+    const double B = __hiloint2double((int)(((ftop + 856) << 20) | 0x80000u), 0);
+    double rem_lo, lo_lo;
+    s.lo = __dadd_rn(exact_anchor_split(rem, B, rem_lo), exact_anchor_split(lo, B, lo_lo));
+    if (rem_lo != 0.0 || lo_lo != 0.0)
+        exact_spill<false, double, 2>(acc, sp, ExactResiduals<double, 2>{{rem_lo, lo_lo}});
+}
+
+/* At a trip's start, when hi or lo could leave its range in the trip: lo added into hi
+ * (exact: |lo| < 2^(c + 5), and hi had room for it), then, if hi is still too large, the
+ * window raised by 8 fields. */
+__device__ __forceinline__ void exact_anchor_trip(ExactAnchor &s, ExactShared &acc, ExactSpill<double> sp)
+{
+    const uint32_t l = ((uint32_t)__double2hiint(s.lo) >> 20) & 0x7ffu;
+    if (l > s.lo_max) {
+        const double x = s.lo;
+        s.lo = 0.0;
+        exact_anchor_add(s, x);
+    }
+    const uint32_t h = (uint32_t)__double2hiint(s.hb);
+    if (!(((h >> 18) + 1) & 2)) {
+        const uint32_t top = exact_anchor_top(s);
+        if (top + 8 <= 318)
+            exact_anchor_raise(s, top + 8, acc, sp);
+        else /* no float32 sum of fewer than 2^31 elements gets here */
+            exact_anchor_spill(s, acc, sp);
+    }
 }
 
 /* Whether word w (one float32) is in the window: zero, or its field inside. */
@@ -130,20 +182,25 @@ __device__ __forceinline__ void exact_anchor_out(ExactAnchor &s, const uint4 (&r
             exact_slow<float>(__uint_as_float(w[k]), acc, sign_clear);
         return;
     }
-    /* the trip's largest finite element (here, not at the trip's start, where the
-     * additions waited for it: 0.2 .. 0.5 us more per call up to 2^20 on an H100) */
-    uint32_t vtrip = 0;
+    if (vm > s.vlo + s.vwid || vm < s.vlo) {
+        /* the trip's largest finite element (here, not at the trip's start, where the
+         * additions waited for it: 0.2 .. 0.5 us more per call up to 2^20 on an H100) */
+        uint32_t vtrip = 0;
 #pragma unroll
-    for (int u = 0; u < kU; u++) {
-        const uint32_t x[4] = {raw[u].x, raw[u].y, raw[u].z, raw[u].w};
+        for (int u = 0; u < kU; u++) {
+            const uint32_t x[4] = {raw[u].x, raw[u].y, raw[u].z, raw[u].w};
 #pragma unroll
-        for (int k = 0; k < 4; k++)
-            if (u < count && (x[k] << 1) < 0xff000000u)
-                vtrip = max(vtrip, x[k] << 1);
-    }
-    if (vm > s.vlo + s.vwid || vtrip < s.vlo) {
-        exact_anchor_spill(s, acc, sp);
-        exact_anchor_at(s, max(vm, vtrip) >> 24);
+            for (int k = 0; k < 4; k++)
+                if (u < count && (x[k] << 1) < 0xff000000u)
+                    vtrip = max(vtrip, x[k] << 1);
+        }
+        const uint32_t ftop = (max(vm, vtrip) >> 24) + 3;
+        if (vm > s.vlo + s.vwid) { /* above: hi and lo kept on the coarser grid */
+            exact_anchor_raise(s, ftop, acc, sp);
+        } else if (vtrip < s.vlo) { /* the whole trip below */
+            exact_anchor_spill(s, acc, sp);
+            exact_anchor_at(s, ftop);
+        }
     }
     ExactResiduals<double, 4> r;
     bool any = false;
