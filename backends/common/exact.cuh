@@ -419,14 +419,13 @@ __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t 
         }
     }
     if constexpr (sizeof(T) == 4) {
-        /* float32: fewer than kU vectors left, their loads issued at once. The small
-         * sums' grids (gs_grid_for_exact) leave a thread one to
-         * three vectors; loaded one after the other, as accumulate_parts does, each waited
-         * for memory in turn (on an H100, float32 at 2^18 gained 0.25 us, 2^20 0.2 us;
-         * measured with one expansion per vector, before exact_anchor.cuh).
-         * Not for float64, whose sum at 2^20 lost 0.2 us with it, nor for float16 and
-         * bfloat16: it changed the registers of their main loop (66 more moves), which cost
-         * them 1 .. 2 % at 2^26, below the 0.95 target, for 0.2 us at 2^12 and 2^20. */
+        /* float32: fewer than kU vectors left, their loads issued at once. The small sums' grids
+         * (gs_grid_for_exact) leave a thread one to three vectors; loaded one after the other, as
+         * accumulate_parts does, each waited for memory in turn (on an H100, float32 at 2^18
+         * gained 0.25 us, 2^20 0.2 us; measured with one expansion per vector, before
+         * exact_anchor.cuh). Not for float64, whose sum at 2^20 lost 0.2 us with it, nor for
+         * float16 and bfloat16: it changed the registers of their main loop (66 more moves), which
+         * cost them 1 .. 2 % at 2^26, below the 0.95 target, for 0.2 us at 2^12 and 2^20. */
         if (i < nvec) {
             uint4 raw[kU];
             int count = 0;
