@@ -217,35 +217,22 @@ __device__ __forceinline__ typename OpExactTree<Chk>::Acc exact_checked_of(const
 }
 
 /* One try of the block's fast path with Chk (OpCheckedSum or OpCheckedSumDd): the
- * threads' expansions added with checked additions, then over the block. Whether every
- * addition was exact and nothing went into the long accumulator, the same in every
- * thread, and then the block's sum v, in every thread for one double, else in thread 0.
- * One double: every warp runs the block reduction's second stage (block_reduce's kAll),
- * and no barrier publishes thread 0's verdict (float32 at 2^18 gained 0.1 us on an H100).
- * Two: warp 0 alone, then thread 0 publishes the verdict, since every warp's two-double
- * folds cost float64's sums at 2^20 0.2 us: there the block shares its multiprocessor's
- * float64 pipe with other blocks' main loops. Every thread; holds barriers; reads s until
- * it returns (a barrier before s is written again). */
+ * threads' expansions added with checked additions, then over the block
+ * (block_reduce_checked). Whether every addition was exact and nothing went into the long
+ * accumulator, and then the block's sum v, the same in every thread. Every thread; holds
+ * barriers; reads s until it returns (a barrier before s is written again). */
 template <typename Policy, typename Chk, typename T, typename F, int K, int kU>
 __device__ __forceinline__ bool exact_block_try(const F (&a)[kU][K], const F *spill,
-                                                typename Policy::template Scratch<typename OpExactTree<Chk>::Acc> &s,
+                                                typename Policy::template CheckedScratch<typename Chk::Acc> &s,
                                                 const ExactShared &acc, ExactDd &v)
 {
-    typedef OpExactTree<Chk> Tree;
-    const bool kAll = sizeof(typename Chk::Acc) == sizeof(double);
-    const typename Tree::Acc d =
-        Policy::template block_reduce<Tree, kAll>(exact_checked_of<Chk, T, F, K, kU>(a, spill, Policy::kBlock), s);
-    v = Chk::to_dd(d.v);
-    /* after the block reduction's barrier, which every thread reached after its last
+    const typename OpExactTree<Chk>::Acc mine = exact_checked_of<Chk, T, F, K, kU>(a, spill, Policy::kBlock);
+    bool ok = mine.ok != 0;
+    v = Chk::to_dd(Policy::template block_reduce_checked<Chk>(mine.v, ok, s));
+    /* after the block reduction's barriers, which every thread reached after its last
      * flush: acc.dirty is final (only a block that is not fast, as every thread then
      * knows, flushes again) */
-    if constexpr (kAll)
-        return !Tree::lost(d) && !acc.dirty;
-    __shared__ int lost;
-    if (threadIdx.x == 0)
-        lost = Tree::lost(d) || acc.dirty;
-    __syncthreads();
-    return !lost;
+    return ok && !acc.dirty;
 }
 
 /* Element k of a vector's words, by register moves: a memcpy of the vector into an array

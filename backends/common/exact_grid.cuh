@@ -24,11 +24,11 @@
 
 namespace gs {
 
-/* The block reductions' shared memory, for one double or for two (used one after the
- * other), each with its flag (OpExactTree). */
+/* The checked block reductions' shared memory (block_reduce_checked), for one double or
+ * for two, used one after the other. */
 template <typename Policy> union ExactScratch {
-    typename Policy::template Scratch<ExactFlagged<double> > d;
-    typename Policy::template Scratch<ExactFlagged<ExactDd> > dd;
+    typename Policy::template CheckedScratch<double> d;
+    typename Policy::template CheckedScratch<ExactDd> dd;
 };
 
 /* The fast path's result: the exact sum v (of n elements) rounded once to out_dtype (for
@@ -50,23 +50,28 @@ __device__ __forceinline__ void exact_write_checked(ExactDd v, uint64_t n, void 
         *(__nv_bfloat16 *)out = __double2bfloat16(x);
 }
 
-/* The partials p (thread t's, as exact_grid_finish loads them) that are not lost, added
- * with Chk's checked additions (OpCheckedSum: each must be one double; OpCheckedSumDd),
- * then over the block: the sum, or lost when an addition was inexact, in every thread
- * (block_reduce's kAll: the last block has its multiprocessor to itself, and needs no
- * barrier to publish thread 0's verdict). Every thread; holds a barrier, and reads s
- * until it returns. */
-template <typename Policy, typename Chk, int kMax>
-__device__ __forceinline__ typename OpExactTree<Chk>::Acc
-exact_fold_partials(const ExactDd (&p)[kMax], typename Policy::template Scratch<typename OpExactTree<Chk>::Acc> &s)
+/* The partials p (thread t's, as exact_grid_finish loads them: the identity past the
+ * grid's end) that are not lost, added with OpCheckedSumDd's checked additions, then over
+ * the block, in one double first where the type's sums may fit one
+ * (block_reduce_checked2), else in two (block_reduce_checked): the sum, and in ok whether
+ * it is exact, in every thread. Only as many of a thread's partials as the grid has rows
+ * of kBlock (a test the same in every thread), a lost one as the identity. Every thread;
+ * holds barriers, and reads s until it returns. */
+template <typename Policy, typename T, int kMax>
+__device__ __forceinline__ ExactDd exact_fold_partials(const ExactDd (&p)[kMax], bool &ok, ExactScratch<Policy> &s)
 {
+    typedef OpCheckedSumDd<T> Chk;
     typedef OpExactTree<Chk> Tree;
-    typename Tree::Acc w = Tree::identity();
+    typename Tree::Acc w = Tree::of(Chk::lost(p[0]) ? Chk::identity() : p[0]);
 #pragma unroll
-    for (int k = 0; k < kMax; k++)
-        if (threadIdx.x + (unsigned int)k * Policy::kBlock < gridDim.x && !OpCheckedSumDd<double>::lost(p[k]))
-            w = Tree::combine(w, Tree::of(Chk::of_dd(p[k])));
-    return Policy::template block_reduce<Tree, true>(w, s);
+    for (int k = 1; k < kMax; k++)
+        if ((unsigned int)k * Policy::kBlock < gridDim.x)
+            w = Tree::combine(w, Tree::of(Chk::lost(p[k]) ? Chk::identity() : p[k]));
+    ok = w.ok != 0;
+    if constexpr (sizeof(T) < 8)
+        return Policy::template block_reduce_checked2<OpCheckedSum<T>, Chk>(w.v, ok, s);
+    else
+        return Policy::template block_reduce_checked<Chk>(w.v, ok, s.dd);
 }
 
 /* Every thread's expansion e (J terms) merged in a shared-memory tree whose rows row(j)
@@ -278,8 +283,7 @@ __device__ __forceinline__ void exact_grid_finish(ExactShared &acc, bool fast, E
 
     /* The last block: thread t's partials (blocks t, t + kBlock, ...) loaded at once, one
      * round trip (volatile loads: from L2, past any stale L1 line); the fast ones combined,
-     * checked, in one double if that holds them (not for float64), else in two; slow ones
-     * only noted. */
+     * checked (exact_fold_partials); slow ones only noted. */
     C p[kMaxPartials];
     bool any_slow = false;
 #pragma unroll
@@ -289,22 +293,10 @@ __device__ __forceinline__ void exact_grid_finish(ExactShared &acc, bool fast, E
         any_slow |= Chk::lost(p[k]);
     }
     if (any_slow)
-        slow = 1; /* published by the folds' barriers */
-    C w = Chk::identity();
-    bool all_lost = true; /* the same in every thread */
-    if constexpr (sizeof(T) < 8) {
-        typedef OpCheckedSum<T> Chk1;
-        const typename OpExactTree<Chk1>::Acc w1 = exact_fold_partials<Policy, Chk1>(p, s.d);
-        all_lost = !w1.ok;
-        w = Chk1::to_dd(w1.v);
-        if (all_lost)
-            __syncthreads(); /* the first fold's reads of the scratch done */
-    }
-    if (all_lost) {
-        const typename OpExactTree<Chk>::Acc w2 = exact_fold_partials<Policy, Chk>(p, s.dd);
-        all_lost = !w2.ok;
-        w = w2.v;
-    }
+        slow = 1; /* published by the fold's barriers */
+    bool ok;
+    const C w = exact_fold_partials<Policy, T>(p, ok, s);
+    const bool all_lost = !ok; /* the same in every thread */
     if (!slow && !all_lost) {
         if (t == 0) {
             exact_write_checked<T>(w, n, out, out_dtype);

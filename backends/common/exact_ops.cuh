@@ -185,14 +185,14 @@ template <> struct OpCheckedSum<double> : OpCheckedSumDd<double> {
     static __device__ __forceinline__ double result(Acc a) { return value(a); }
 };
 
-/* Chk's sum (OpCheckedSum, OpCheckedSumDd) for the block folds of exact sums (exact.cuh's
- * block tries, exact_grid.cuh's last block), whether every addition was exact carried
- * beside the value instead of in it. Chk::combine must test its addition before it can
- * poison its result, which put two subtractions, two compares and a select between one
- * level of a shuffle tree and the next; here only the addition is, and the tests run
- * beside it (their flags meet in an and). A fold's value means something only when ok.
- * Adding the identity changes no sum, so the block reduction may skip it
- * (IdentityFree, ops.cuh). */
+/* Chk's sum (OpCheckedSum, OpCheckedSumDd) for a thread's folds in the exact sums
+ * (exact.cuh's expansions, exact_grid.cuh's partials, cuda_sm11_compat's group folds),
+ * whether every addition was exact carried beside the value instead of in it.
+ * Chk::combine must test its addition before it can poison its result, which put two
+ * subtractions, two compares and a select between one addition and the next; here only
+ * the addition is, and the tests run beside it (their flags meet in an and). A fold's
+ * value means something only when ok. (Over a block, the backends' block_reduce_checked
+ * keeps the flags out of the values altogether.) */
 template <typename V> struct ExactFlagged {
     V v;
     unsigned int ok;
@@ -211,10 +211,6 @@ template <typename Chk> struct OpExactTree {
     }
     static __device__ __forceinline__ bool lost(Acc a) { return !a.ok; }
 };
-template <typename Chk> struct IdentityFree<OpExactTree<Chk> > {
-    static const bool value = true;
-};
-
 /* A chain of the checked sums' combines (ops.cuh's Fold) with the flag beside the value:
  * only the additions are in a row, one select at the end. */
 template <typename T> struct Fold<OpCheckedSum<T> > {

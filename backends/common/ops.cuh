@@ -284,11 +284,6 @@ template <typename T> struct OpArgKey128 {
     }
     static __host__ __device__ __forceinline__ int64_t result(Acc k) { return k.lo ? (int64_t)~k.lo : -1; }
 };
-/* Whether combine(v, identity()) may be left out (it is v, or, for exact sums, the same
- * number): then PolicySm20::block_reduce folds the warps' values only, not a whole warp's
- * worth of them. Not for the default float sums: -0.0 + 0.0 is +0.0. */
-template <typename Op> struct IdentityFree { static const bool value = false; };
-
 /* A chain of combines (cuda_sm11_compat's group folds) through Fold<Op>::F: value(of(a)
  * combined with of(b), ...) is Op::combine(Op::combine(a, b), ...). By default F is the
  * accumulator itself; the exact sums' carries its test beside it (exact_ops.cuh). */

@@ -42,11 +42,8 @@ struct PolicySm11Compat {
      * (offsets 128, 64, ..., 1) took 9, and left this backend 5 .. 14 % behind cuda_sm20
      * in the block reductions of ARGMIN/ARGMAX at 2^14 .. 2^23 on an H100 (bench/NOTES.md,
      * v7). kFan is 4 for 16-byte values (ARGMIN/ARGMAX of 64-bit types): eight of them
-     * took 82 registers where the kernel needed 57. A fixed order, so deterministic.
-     * kAll: every thread folds the last level as thread 0 does, so every thread has the
-     * result; the threads read s until they return, so the caller puts a barrier before s
-     * is written again. */
-    template <typename Op, bool kAll = false>
+     * took 82 registers where the kernel needed 57. A fixed order, so deterministic. */
+    template <typename Op>
     static __device__ __forceinline__ typename Op::Acc block_reduce(typename Op::Acc v,
                                                                     Scratch<typename Op::Acc> &s)
     {
@@ -57,18 +54,17 @@ struct PolicySm11Compat {
         for (unsigned int n = kBlock; n > 1; n = (n + kFan - 1) / kFan) {
             const unsigned int m = (n + kFan - 1) / kFan;
             __syncthreads();
-            if (t < m || (kAll && m == 1)) {
-                const unsigned int r = kAll && m == 1 ? 0u : t; /* the slots thread r folds */
+            if (t < m) {
                 typename Op::Acc w[kFan];
 #pragma unroll
                 for (int k = 0; k < kFan; k++)
-                    if (r + k * m < n)
-                        w[k] = s.v[r + k * m];
+                    if (t + k * m < n)
+                        w[k] = s.v[t + k * m];
 #pragma unroll
                 for (int h = 1; h < kFan; h *= 2)
 #pragma unroll
                     for (int k = 0; k + h < kFan; k += 2 * h)
-                        if (r + (k + h) * m < n)
+                        if (t + (k + h) * m < n)
                             w[k] = Op::combine(w[k], w[k + h]);
                 v = w[0];
                 if (m > 1)
@@ -76,6 +72,68 @@ struct PolicySm11Compat {
             }
         }
         return v;
+    }
+
+    /* The exact sums' checked folds (exact_grid.cuh): the block's values added with
+     * Chk::add, which clears ok when its addition is not exact, in block_reduce's tree;
+     * the sum comes back in every thread, with ok set when every addition was. A thread
+     * whose tests failed, or whose value came in not ok, passes Chk::lost_acc() on
+     * instead of its sum, and that value's additions fail in turn: no flag goes through
+     * the tree beside the values. Thread 0 adds the last level and publishes the result
+     * (every thread adding it, as the folds did before, took eight warps' issue slots
+     * where one would do). Every thread; holds barriers; reads s until it returns. */
+    template <typename V> struct CheckedScratch {
+        V v[kBlock];
+        V sum;
+        unsigned int ok;
+    };
+    template <typename Chk, typename V>
+    static __device__ __forceinline__ V block_reduce_checked(V v, bool &ok, CheckedScratch<V> &s)
+    {
+        const int kFan = sizeof(V) > 8 ? 4 : 8; /* as block_reduce's */
+        const unsigned int t = threadIdx.x;
+        s.v[t] = ok ? v : Chk::lost_acc();
+        bool mine = true;
+#pragma unroll
+        for (unsigned int n = kBlock; n > 1; n = (n + kFan - 1) / kFan) {
+            const unsigned int m = (n + kFan - 1) / kFan;
+            __syncthreads();
+            if (t < m) {
+                V w[kFan];
+#pragma unroll
+                for (int k = 0; k < kFan; k++)
+                    if (t + k * m < n)
+                        w[k] = s.v[t + k * m];
+#pragma unroll
+                for (int h = 1; h < kFan; h *= 2)
+#pragma unroll
+                    for (int k = 0; k + h < kFan; k += 2 * h)
+                        if (t + (k + h) * m < n)
+                            w[k] = Chk::add(w[k], w[k + h], mine);
+                if (m > 1)
+                    s.v[t] = mine ? w[0] : Chk::lost_acc();
+                else {
+                    s.sum = w[0];
+                    s.ok = mine;
+                }
+            }
+        }
+        __syncthreads();
+        ok = s.ok != 0;
+        return s.sum;
+    }
+    /* The same for two-double values (Chk's, ExactDd) whose sum one double (Chk1's) may
+     * hold: the tree in one double first (each value Chk1::of_dd), then, if that was not
+     * exact, again in two. s: an ExactScratch (its d, then its dd). */
+    template <typename Chk1, typename Chk, typename S>
+    static __device__ __forceinline__ typename Chk::Acc block_reduce_checked2(typename Chk::Acc v, bool &ok, S &s)
+    {
+        bool one = ok;
+        const typename Chk1::Acc x = block_reduce_checked<Chk1>(Chk1::of_dd(v), one, s.d);
+        if (one)
+            return Chk1::to_dd(x);
+        __syncthreads(); /* every thread's reads of s.d done */
+        return block_reduce_checked<Chk>(v, ok, s.dd);
     }
 
     /* Segmented reduction: groups of 32 threads each reduce a medium segment. Without warp

@@ -66,8 +66,8 @@ struct PolicySm20 {
         return a;
     }
 
-    /* The lanes below kLanes (a power of two) combined, the result in lane 0. */
-    template <typename Op, int kLanes = 32>
+    /* The warp's lanes combined, the result in lane 0. */
+    template <typename Op>
     static __device__ __forceinline__ typename Op::Acc warp_reduce(typename Op::Acc v)
     {
 #ifdef GS_REDUX
@@ -83,23 +83,16 @@ struct PolicySm20 {
         {
             /* Lane i combines with lane i + off (left operand the lower index): a fixed tree. */
 #pragma unroll
-            for (int off = kLanes / 2; off > 0; off >>= 1)
+            for (int off = 16; off > 0; off >>= 1)
                 v = Op::combine(v, shfl_down(v, off));
             return v;
         }
     }
 
-    /* The lanes the second stage combines: the warps' values rounded up to a power of two
-     * where the identity need not be added (IdentityFree: the exact sums' folds, 3 levels
-     * of shuffles instead of 5 for 8 warps), else all 32, for the default ops' fixed tree. */
-    static const int kWarpsPow2 =
-        kWarps <= 1 ? 1 : kWarps <= 2 ? 2 : kWarps <= 4 ? 4 : kWarps <= 8 ? 8 : kWarps <= 16 ? 16 : 32;
-    /* The block's values combined, the result in thread 0, or (kAll) in every thread: every
-     * warp runs the second stage, as warp 0 does, and takes its lane 0's result. That saves
-     * the exact sums' folds (exact.cuh, exact_grid.cuh) the barrier that published thread
-     * 0's verdict. The warps read s until they return, so the caller puts a barrier before
-     * s is written again. */
-    template <typename Op, bool kAll = false>
+    /* The block's values combined, the result in thread 0 (a fixed tree: each warp's
+     * shuffles, then warp 0's over the warps' values). Warp 0 reads s until it returns, so
+     * the caller puts a barrier before s is written again. */
+    template <typename Op>
     static __device__ __forceinline__ typename Op::Acc block_reduce(typename Op::Acc v,
                                                                     Scratch<typename Op::Acc> &s)
     {
@@ -108,13 +101,110 @@ struct PolicySm20 {
         if (lane == 0)
             s.warp[warp] = v;
         __syncthreads();
-        if (kAll || warp == 0) {
+        if (warp == 0) {
             v = lane < kWarps ? s.warp[lane] : Op::identity();
-            v = warp_reduce<Op, gs::IdentityFree<Op>::value ? kWarpsPow2 : 32>(v);
+            v = warp_reduce<Op>(v);
         }
-        if (kAll)
-            v = shfl_words<true>(v, 0);
         return v;
+    }
+
+    /* The exact sums' checked folds (exact_grid.cuh): the block's values added with
+     * Chk::add, which clears ok when its addition is not exact; the sum comes back in
+     * every thread, with ok set when every addition was (a value that came in not ok
+     * enters as Chk::lost_acc(), whose additions fail). Warp 0 alone adds: each lane
+     * kBlock / 32 values from shared memory, pairwise, then the lanes with shuffles,
+     * each lane keeping its own tests (those of the lanes whose sums reach lane 0, lane <
+     * off at each level) until a vote, so a level waits for its addition, not for the test
+     * beside it. Every warp running a shuffle tree with its flag shuffled beside the value
+     * (block_reduce's way, its second stage in every warp) took more instructions, which
+     * the blocks' ends, up to three to a multiprocessor, wait to issue: on an H200
+     * (queued, bench/HISTORY.md) the exact sums took 0.1 .. 0.5 us more per call up to
+     * 2^18 elements, 0.4 .. 0.95 us more at 2^20 .. 2^22. Every thread; holds barriers;
+     * reads s until it returns. */
+    template <typename V> struct CheckedScratch {
+        V v[kBlock];
+        V sum;
+        unsigned int ok;
+    };
+    /* Warp 0's part: lane values w (kBlock / 32 each) added pairwise, then over the lanes;
+     * the sum in lane 0, and whether it is exact, in every lane. */
+    template <typename Chk, int kPer>
+    static __device__ __forceinline__ typename Chk::Acc warp_sum_checked(typename Chk::Acc (&w)[kPer], bool &ok)
+    {
+        const unsigned int lane = threadIdx.x & 31;
+        bool mine = true;
+#pragma unroll
+        for (int h = 1; h < kPer; h *= 2)
+#pragma unroll
+            for (int k = 0; k + h < kPer; k += 2 * h)
+                w[k] = Chk::add(w[k], w[k + h], mine);
+        typename Chk::Acc v = w[0];
+        __syncwarp(); /* converged: the shuffles' fast path (no BRA.DIV detour) */
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) {
+            bool e = true;
+            v = Chk::add(v, shfl_down(v, off), e);
+            mine &= e | (lane >= (unsigned int)off);
+        }
+        ok = __all_sync(0xffffffffu, mine);
+        return v;
+    }
+    template <typename Chk, typename V>
+    static __device__ __forceinline__ V block_reduce_checked(V v, bool &ok, CheckedScratch<V> &s)
+    {
+        const int kPer = kBlock / 32;
+        static_assert(kBlock % 32 == 0, "whole warps");
+        const unsigned int t = threadIdx.x;
+        s.v[t] = ok ? v : Chk::lost_acc();
+        __syncthreads();
+        if (t < 32) {
+            V w[kPer];
+#pragma unroll
+            for (int k = 0; k < kPer; k++)
+                w[k] = s.v[t + 32 * k];
+            bool mine;
+            v = warp_sum_checked<Chk>(w, mine);
+            if (t == 0) {
+                s.sum = v;
+                s.ok = mine;
+            }
+        }
+        __syncthreads();
+        ok = s.ok != 0;
+        return s.sum;
+    }
+    /* The same for two-double values (Chk's, ExactDd) whose sum one double (Chk1's) may
+     * hold: tried in one double first (each value Chk1::of_dd), then, if that was not
+     * exact, in two, by warp 0 from the values it already holds: no second pass through
+     * shared memory and its barriers (float32's partials of uniform data at 2^20 need
+     * two doubles). s: an ExactScratch, whose dd this uses. */
+    template <typename Chk1, typename Chk, typename S>
+    static __device__ __forceinline__ typename Chk::Acc block_reduce_checked2(typename Chk::Acc v, bool &ok, S &s)
+    {
+        const int kPer = kBlock / 32;
+        const unsigned int t = threadIdx.x;
+        s.dd.v[t] = ok ? v : Chk::lost_acc();
+        __syncthreads();
+        if (t < 32) {
+            typename Chk::Acc w[kPer];
+            typename Chk1::Acc x[kPer];
+#pragma unroll
+            for (int k = 0; k < kPer; k++) {
+                w[k] = s.dd.v[t + 32 * k];
+                x[k] = Chk1::of_dd(w[k]);
+            }
+            bool mine;
+            v = Chk1::to_dd(warp_sum_checked<Chk1>(x, mine));
+            if (!mine)
+                v = warp_sum_checked<Chk>(w, mine);
+            if (t == 0) {
+                s.dd.sum = v;
+                s.dd.ok = mine;
+            }
+        }
+        __syncthreads();
+        ok = s.dd.ok != 0;
+        return s.dd.sum;
     }
 
     /* Segmented reduction: a warp works on one medium segment, reduced with shuffles (the
