@@ -47,28 +47,40 @@ struct PolicySm11Compat {
     static __device__ __forceinline__ typename Op::Acc block_reduce(typename Op::Acc v,
                                                                     Scratch<typename Op::Acc> &s)
     {
-        const int kFan = sizeof(typename Op::Acc) > 8 ? 4 : 8;
+        typedef typename Op::Acc V;
+        s.v[threadIdx.x] = v;
+        return fan_tree(v, s.v, [](V a, V b) { return Op::combine(a, b); }, [&](unsigned int t, V a, bool last) {
+            if (!last)
+                s.v[t] = a;
+        });
+    }
+    /* block_reduce's tree over the values in slots (one per thread, stored before the
+     * call): add(a, b) combines two, and a folding thread t hands its fold a to put(t, a,
+     * last), which stores it in slot t for the next level, or at the last level (thread 0
+     * alone) takes the result. The last level's fold also comes back in thread 0. */
+    template <typename V, typename Add, typename Put>
+    static __device__ __forceinline__ V fan_tree(V v, V *slots, Add add, Put put)
+    {
+        const int kFan = sizeof(V) > 8 ? 4 : 8;
         const unsigned int t = threadIdx.x;
-        s.v[t] = v;
 #pragma unroll
         for (unsigned int n = kBlock; n > 1; n = (n + kFan - 1) / kFan) {
             const unsigned int m = (n + kFan - 1) / kFan;
             __syncthreads();
             if (t < m) {
-                typename Op::Acc w[kFan];
+                V w[kFan];
 #pragma unroll
                 for (int k = 0; k < kFan; k++)
                     if (t + k * m < n)
-                        w[k] = s.v[t + k * m];
+                        w[k] = slots[t + k * m];
 #pragma unroll
                 for (int h = 1; h < kFan; h *= 2)
 #pragma unroll
                     for (int k = 0; k + h < kFan; k += 2 * h)
                         if (t + (k + h) * m < n)
-                            w[k] = Op::combine(w[k], w[k + h]);
+                            w[k] = add(w[k], w[k + h]);
                 v = w[0];
-                if (m > 1)
-                    s.v[t] = v;
+                put(t, v, m == 1);
             }
         }
         return v;
@@ -90,34 +102,16 @@ struct PolicySm11Compat {
     template <typename Chk, typename V>
     static __device__ __forceinline__ V block_reduce_checked(V v, bool &ok, CheckedScratch<V> &s)
     {
-        const int kFan = sizeof(V) > 8 ? 4 : 8; /* as block_reduce's */
-        const unsigned int t = threadIdx.x;
-        s.v[t] = ok ? v : Chk::lost_acc();
+        s.v[threadIdx.x] = ok ? v : Chk::lost_acc();
         bool mine = true;
-#pragma unroll
-        for (unsigned int n = kBlock; n > 1; n = (n + kFan - 1) / kFan) {
-            const unsigned int m = (n + kFan - 1) / kFan;
-            __syncthreads();
-            if (t < m) {
-                V w[kFan];
-#pragma unroll
-                for (int k = 0; k < kFan; k++)
-                    if (t + k * m < n)
-                        w[k] = s.v[t + k * m];
-#pragma unroll
-                for (int h = 1; h < kFan; h *= 2)
-#pragma unroll
-                    for (int k = 0; k + h < kFan; k += 2 * h)
-                        if (t + (k + h) * m < n)
-                            w[k] = Chk::add(w[k], w[k + h], mine);
-                if (m > 1)
-                    s.v[t] = mine ? w[0] : Chk::lost_acc();
-                else {
-                    s.sum = w[0];
-                    s.ok = mine;
-                }
+        fan_tree(v, s.v, [&](V a, V b) { return Chk::add(a, b, mine); }, [&](unsigned int t, V a, bool last) {
+            if (!last)
+                s.v[t] = mine ? a : Chk::lost_acc();
+            else {
+                s.sum = a;
+                s.ok = mine;
             }
-        }
+        });
         __syncthreads();
         ok = s.ok != 0;
         return s.sum;
