@@ -1,4 +1,5 @@
-"""Shared by bench/plot.py and bench/plot_segmented.py (imported from beside them)."""
+"""Shared by bench/plot.py, plot_segmented.py and plot_exact.py (imported from beside them)."""
+import csv
 import math
 import sys
 
@@ -24,3 +25,13 @@ def pyplot(prog):
         print(f"{prog}: matplotlib is not available ({e}): no PNG written", file=sys.stderr)
         return None
     return plt
+
+
+def read_rows(path, prog):
+    """The CSV's rows as dicts, or None (said on stderr as "PROG: the CSV has no rows")."""
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        print(f"{prog}: the CSV has no rows", file=sys.stderr)
+        return None
+    return rows

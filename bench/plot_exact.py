@@ -12,11 +12,10 @@ exact minus default per call, queued (the GPU's time alone), up to 2^22 elements
 the +1 us line for n <= 2^20. Only the standard library and matplotlib; a missing matplotlib is reported, not
 fatal (exit 0).
 """
-import csv
 import os
 import sys
 
-from plot_common import fnum, pyplot
+from plot_common import fnum, pyplot, read_rows
 
 DTYPES = ["f32", "f64", "f16", "bf16"]
 RATIO_TARGET = {"f32": 0.9, "f64": 0.8, "f16": 0.95, "bf16": 0.95}
@@ -44,10 +43,8 @@ def main():
     plt = pyplot("plot_exact.py")
     if plt is None:
         return 0
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
-    if not rows:
-        print("plot_exact.py: the CSV has no rows", file=sys.stderr)
+    rows = read_rows(path, "plot_exact.py")
+    if rows is None:
         return 1
     gpu = rows[0].get("device", "?")
     dtypes = [d for d in DTYPES if any(r.get("dtype") == d for r in rows)]

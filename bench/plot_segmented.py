@@ -11,11 +11,10 @@ time per call (log scale) with the min..max of the runs as error bars. An implem
 that failed its check or was not measured has no bar (and is named under the axis).
 Only the standard library and matplotlib; a missing matplotlib is reported, not fatal (exit 0).
 """
-import csv
 import os
 import sys
 
-from plot_common import fnum, pyplot
+from plot_common import fnum, pyplot, read_rows
 
 TARGETS = {"uniform": 1.0, "powerlaw": 2.0, "giant": 2.0, "tiny": 1.0}
 LAYOUT_ORDER = ["uniform", "powerlaw", "giant", "tiny"]
@@ -39,10 +38,8 @@ def main():
     if plt is None:
         return 0
 
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
-    if not rows:
-        print("plot_segmented.py: the CSV has no rows", file=sys.stderr)
+    rows = read_rows(path, "plot_segmented.py")
+    if rows is None:
         return 1
     gpu = rows[0].get("gpu", "?")
     layouts, labels = [], []
