@@ -32,6 +32,15 @@
  *                                  holds in any thread; ends with a barrier that
  *                                  publishes list
  *   Policy::block_count(p)         in how many threads p holds; a barrier
+ * and, for the exact sums (exact.cuh, exact_grid.cuh):
+ *   Policy::block_reduce_checked<Chk>(v, ok, s)
+ *                                  the block's values added with Chk::add, the sum and in
+ *                                  ok whether every addition was exact (a value that
+ *                                  came in not ok counts as inexact), in every thread;
+ *                                  s is a gs::CheckedScratch<kBlock, V>
+ *   Policy::block_reduce_checked2<Chk1, Chk>(v, ok, s)
+ *                                  the same for two-double values, tried in one double
+ *                                  (Chk1) first; s is an ExactScratch
  * Everything else - the grid-stride loop, head/tail handling, the fences and the
  * protocol of docs/design.md - is here.
  */
@@ -47,6 +56,22 @@
 #include "ops.cuh"
 
 namespace gs {
+
+/* The shared memory of the backends' checked block folds (block_reduce_checked): one slot
+ * per thread, and the result with its verdict, which thread 0 writes and take() hands to
+ * every thread. */
+template <int kBlock, typename V> struct CheckedScratch {
+    V v[kBlock];
+    V sum;
+    unsigned int ok;
+    /* after thread 0 wrote sum and ok: a barrier, then both in every thread */
+    __device__ __forceinline__ V take(bool &exact)
+    {
+        __syncthreads();
+        exact = ok != 0;
+        return sum;
+    }
+};
 
 /* ---- folding elements into a thread's accumulator -------------------------------------
  * Accum<Op>::add(acc, x, i) is combine(acc, lift(x, i)), and add_vec the same over one

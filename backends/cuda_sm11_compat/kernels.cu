@@ -94,11 +94,7 @@ struct PolicySm11Compat {
      * the tree beside the values. Thread 0 adds the last level and publishes the result
      * (every thread adding it, as the folds did before, took eight warps' issue slots
      * where one would do). Every thread; holds barriers; reads s until it returns. */
-    template <typename V> struct CheckedScratch {
-        V v[kBlock];
-        V sum;
-        unsigned int ok;
-    };
+    template <typename V> using CheckedScratch = gs::CheckedScratch<kBlock, V>;
     template <typename Chk, typename V>
     static __device__ __forceinline__ V block_reduce_checked(V v, bool &ok, CheckedScratch<V> &s)
     {
@@ -112,9 +108,7 @@ struct PolicySm11Compat {
                 s.ok = mine;
             }
         });
-        __syncthreads();
-        ok = s.ok != 0;
-        return s.sum;
+        return s.take(ok);
     }
     /* The same for two-double values (Chk's, ExactDd) whose sum one double (Chk1's) may
      * hold: the tree in one double first (each value Chk1::of_dd), then, if that was not

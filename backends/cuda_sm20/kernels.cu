@@ -121,11 +121,7 @@ struct PolicySm20 {
      * (queued, bench/HISTORY.md) the exact sums took 0.1 .. 0.5 us more per call up to
      * 2^18 elements, 0.4 .. 0.95 us more at 2^20 .. 2^22. Every thread; holds barriers;
      * reads s until it returns. */
-    template <typename V> struct CheckedScratch {
-        V v[kBlock];
-        V sum;
-        unsigned int ok;
-    };
+    template <typename V> using CheckedScratch = gs::CheckedScratch<kBlock, V>;
     /* Warp 0's part: lane values w (kBlock / 32 each) added pairwise, then over the lanes;
      * the sum in lane 0, and whether it is exact, in every lane. */
     template <typename Chk, int kPer>
@@ -169,9 +165,7 @@ struct PolicySm20 {
                 s.ok = mine;
             }
         }
-        __syncthreads();
-        ok = s.ok != 0;
-        return s.sum;
+        return s.take(ok);
     }
     /* The same for two-double values (Chk's, ExactDd) whose sum one double (Chk1's) may
      * hold: tried in one double first (each value Chk1::of_dd), then, if that was not
@@ -202,9 +196,7 @@ struct PolicySm20 {
                 s.dd.ok = mine;
             }
         }
-        __syncthreads();
-        ok = s.dd.ok != 0;
-        return s.dd.sum;
+        return s.dd.take(ok);
     }
 
     /* Segmented reduction: a warp works on one medium segment, reduced with shuffles (the
