@@ -18,7 +18,7 @@
  * is checked bitwise against hostref's exact sum (sizes up to 2^24) or against the other
  * backend's (beyond), so a fast wrong answer cannot pass.
  *
- *   gridsync-bench-exact [--quick] [--csv FILE] [--max-log2 N] [--seed S] [--spread J]
+ *   gridsync-bench-exact [--quick] [--csv FILE] [--min-log2 N] [--max-log2 N] [--seed S] [--spread J]
  *
  * Prints a table: dtype, n, backend, default us, exact us, exact/default throughput,
  * exact - default in us, the same two times and their difference queued, and CUB's
@@ -104,7 +104,7 @@ static int run(int argc, char **argv)
 {
     bool quick = false;
     const char *csv_path = nullptr;
-    int max_log2 = 28, spread = 0;
+    int min_log2 = 10, max_log2 = 28, spread = 0;
     uint64_t seed = 0x5eed0000ull + (uint64_t)time(nullptr);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
@@ -113,12 +113,14 @@ static int run(int argc, char **argv)
             csv_path = argv[++i];
         else if (!strcmp(argv[i], "--max-log2") && i + 1 < argc)
             max_log2 = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--min-log2") && i + 1 < argc)
+            min_log2 = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             seed = strtoull(argv[++i], nullptr, 0);
         else if (!strcmp(argv[i], "--spread") && i + 1 < argc && atoi(argv[i + 1]) >= 0 && atoi(argv[i + 1]) <= 100)
             spread = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: %s [--quick] [--csv FILE] [--max-log2 N] [--seed S] [--spread J (0 .. 100)]\n",
+            fprintf(stderr, "usage: %s [--quick] [--csv FILE] [--min-log2 N] [--max-log2 N] [--seed S] [--spread J (0 .. 100)]\n",
                     argv[0]);
             return 2;
         }
@@ -170,7 +172,7 @@ static int run(int argc, char **argv)
     std::vector<unsigned char> host;
     for (gs_dtype t : types) {
         const size_t esize = t == GS_FLOAT64 ? 8 : t == GS_FLOAT32 ? 4 : 2;
-        for (int lg = 10; lg <= max_log2; lg += 2) {
+        for (int lg = min_log2; lg <= max_log2; lg += 2) {
             const uint64_t n = 1ull << lg;
             if (t == GS_FLOAT32)
                 fill<float><<<1024, 256, 0, stream>>>((float *)buf, n, seed + lg, spread);
