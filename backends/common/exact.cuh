@@ -8,9 +8,10 @@
  * goes through the thread's two spill terms (ExactSpill) and what they cannot hold is
  * added to the block's long accumulator (flush). So at every moment
  *     sum of the thread's elements == sum of its expansions and spill terms + what it flushed,
- * exactly (ExBLAS: Iakymchuk, Collange, Defour, Graillat). Before that, each vector is tried
- * with plain additions into a[0] (exact_try_plain), kept when all of them were exact: for
- * ordinary data that is all the loop does, with no memory traffic. float32 instead goes into
+ * exactly (ExBLAS: Iakymchuk, Collange, Defour, Graillat). Before that, each float16 or
+ * bfloat16 vector is tried with plain additions into a[0] (exact_try_plain), kept when all
+ * of them were exact: for ordinary data that is all the loop does, with no memory traffic
+ * (float64's elements seldom add exactly: they skip the try). float32 instead goes into
  * fixed point in two doubles (exact_anchor.cuh), the same identity with hi + lo for the
  * expansions; ExactThread holds either.
  *
@@ -283,7 +284,13 @@ __device__ __forceinline__ void exact_vec(const uint4 &raw, F (&a)[K], ExactShar
 #pragma unroll
     for (int k = 0; k < kPer; k++)
         x[k] = (F)exact_widen<T>(v[k]);
-    if (!exact_try_plain<F, K, kPer>(a, x))
+    /* float64 goes straight to the TwoSums: its elements' full significands make a plain
+     * sum of them exact almost never, and the try's 3 additions and 2 compares per element
+     * came on top of the TwoSums' 6 additions, all on the float64 pipe (without it, on an
+     * H100, queued: 0.35 us less per call at 2^20, 1.56 at 2^22; bench/HISTORY.md). Where
+     * it would succeed (integers, or few significant bits) it saved one addition in 6. */
+    const bool kTry = sizeof(F) < 8;
+    if (!kTry || !exact_try_plain<F, K, kPer>(a, x))
         exact_add_vec<!In::kSpillFast, F, K, kPer>(a, x, acc, sp);
 }
 
