@@ -365,6 +365,7 @@ __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t 
     __shared__ ExactShared acc;
     __shared__ F tree[K][Policy::kBlock];
     __shared__ F spill[2][Policy::kBlock];
+    timeline_stamp(0); /* timeline.cuh's hooks: empty without GS_TIMELINE */
     const unsigned int t = threadIdx.x;
     spill[0][t] = spill[1][t] = F(0);
     const ExactSpill<F> sp = {&spill[0][t], Policy::kBlock};
@@ -455,6 +456,7 @@ __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t 
      * float64), else in two: the block's sum is v. Whether anything went into the limbs
      * (acc.dirty) is read after the first try's barriers, not behind one of its own; a
      * dirty block's tries are wasted work, but such blocks are rare. */
+    timeline_stamp(1);
     __shared__ ExactScratch<Policy> scratch;
     ExactDd v = {-0.0, 0.0};
     bool fast = false;
@@ -470,6 +472,7 @@ __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t 
     } else {
         __syncthreads(); /* every flush and sign_clear before the merge and the finish */
     }
+    timeline_stamp(2);
     if (!fast) {
         exact_block_merge<Policy, F, K, kRows>(acc, a, spill, tree);
     } else if (gridDim.x == 1) { /* one block, fast: no partials, no ticket, no call */

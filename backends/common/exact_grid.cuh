@@ -278,7 +278,9 @@ __device__ __forceinline__ void exact_grid_finish(ExactShared &acc, bool fast, E
     if (!fast)
         exact_block_to_launch<Policy>(acc, workspace);
     unsigned int *counter = (unsigned int *)workspace;
-    if (!Policy::last_arrival(counter, gridDim.x))
+    const bool last = Policy::last_arrival(counter, gridDim.x);
+    timeline_stamp(3);
+    if (!last)
         return;
 
     /* The last block: thread t's partials (blocks t, t + kBlock, ...) loaded at once, one
@@ -297,11 +299,13 @@ __device__ __forceinline__ void exact_grid_finish(ExactShared &acc, bool fast, E
     bool ok;
     const C w = exact_fold_partials<Policy, T>(p, ok, s);
     const bool all_lost = !ok; /* the same in every thread */
+    timeline_stamp(4);
     if (!slow && !all_lost) {
         if (t == 0) {
             exact_write_checked<T>(w, n, out, out_dtype);
             gs_reset_counter(counter);
         }
+        timeline_report<Policy, true, T>();
         return;
     }
     exact_last_slow<Policy, T>(acc, all_lost, w, n, out, workspace, out_dtype, mode);

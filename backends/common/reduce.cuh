@@ -54,6 +54,7 @@
 #include "gridsync_device.cuh"
 #include "kernel_list.h"
 #include "ops.cuh"
+#include "timeline.cuh"
 
 namespace gs {
 
@@ -320,6 +321,15 @@ __device__ __forceinline__ typename Op::Acc accumulate(const typename Op::In *__
 
 /* Combines one value per thread of the grid (acc) into *out: the block's reduction, then
  * docs/design.md's protocol, the last block combining the partials. */
+/* Which gs_reduce kernels have timeline.cuh's hooks (compiled in with GS_TIMELINE only):
+ * the float SUMs into their own type. */
+template <typename Op> struct TimelineOn {
+    static const bool value = false;
+};
+template <typename T> struct TimelineOn<OpSum<T, T> > {
+    static const bool value = TimelineId<T>::value >= 0;
+};
+
 template <typename Policy, typename Op>
 __device__ __forceinline__ void grid_combine(typename Op::Acc acc, typename Op::OutT *__restrict__ out,
                                              unsigned char *workspace)
@@ -330,7 +340,12 @@ __device__ __forceinline__ void grid_combine(typename Op::Acc acc, typename Op::
     __shared__ typename Policy::template Scratch<Acc> scratch;
     const unsigned int tid = threadIdx.x;
 
+    const bool kTimeline = TimelineOn<Op>::value;
+    if (kTimeline)
+        timeline_stamp(1);
     Acc block = Policy::template block_reduce<Op>(acc, scratch);
+    if (kTimeline)
+        timeline_stamp(2);
 
     if (gridDim.x == 1) {
         /* One block: no other block to wait for, the counter stays 0. */
@@ -348,7 +363,10 @@ __device__ __forceinline__ void grid_combine(typename Op::Acc acc, typename Op::
      * the ticket by the guard's barrier, see every partial the earlier tickets announced;
      * volatile loads, because a cached (L1) load could return a stale line. Both guards
      * contain a __syncthreads, which also separates the two uses of `scratch`. */
-    if (Policy::last_arrival(counter, gridDim.x)) {
+    const bool last = Policy::last_arrival(counter, gridDim.x);
+    if (kTimeline)
+        timeline_stamp(3);
+    if (last) {
         /* (6) combine in block-index order: thread t folds partials t, t + B, ... in
          * increasing order, then the block combines threads in a fixed tree, so the
          * result is the same whichever block finished last. */
@@ -369,12 +387,16 @@ __device__ __forceinline__ void grid_combine(typename Op::Acc acc, typename Op::
             if (threadIdx.x + (unsigned int)k * Policy::kBlock < gridDim.x)
                 a = Op::combine(a, v[k]);
         a = Policy::template block_reduce<Op>(a, scratch);
+        if (kTimeline)
+            timeline_stamp(4);
         if (tid == 0) {
             /* (7) the result, then the counter back to 0 for the next launch on this
              * stream's workspace: no memset, and a captured graph replays correctly. */
             *out = Op::result(a);
             gs_reset_counter(counter);
         }
+        if constexpr (TimelineOn<Op>::value)
+            timeline_report<Policy, false, typename Op::In>();
     }
 }
 
@@ -385,6 +407,8 @@ __device__ __forceinline__ void reduce_kernel(const typename Op::In *__restrict_
     const uint64_t gtid = (uint64_t)blockIdx.x * Policy::kBlock + threadIdx.x;
     const uint64_t stride = (uint64_t)gridDim.x * Policy::kBlock;
     typename Op::Acc acc[Policy::kUnroll];
+    if (TimelineOn<Op>::value)
+        timeline_stamp(0);
     accumulate_parts<Policy, Op, Policy::kUnroll>(in, n, 0, gtid, stride, acc);
     if constexpr (ArgKey<Op>::kUsable) {
         typedef ArgKey<Op> K;

@@ -21,6 +21,8 @@ struct PolicySm11Compat {
      * .. 2^27 (bench/NOTES.md, v9). cuda_sm20's kernels, whose loads take the read-only
      * path, ran 0 .. 1 % slower with it and go without. */
     static const int kMinBlocks = GS_GRID_THREADS_PER_SM_DRAM / kBlock;
+    /* the backend's name in timeline.cuh's reports: cuda_sm<kTimelineSm>_compat */
+    static const int kTimelineSm = 11;
     /* The segmented kernels at 4 blocks of 256 (64 registers): left to itself ptxas gave the
      * merge-path kernel 72 .. 74 and the multiprocessor 3 blocks; with the bound the tiny
      * layout ran 1.17x and the uniform one 1.05x faster on an H100 (a few bytes of spills). */

@@ -23,6 +23,8 @@ struct PolicySm20 {
     /* No minimum of resident blocks in the kernels' launch bounds: ptxas's own register
      * choice (cuda_sm11_compat explains why it sets one). */
     static const int kMinBlocks = 0;
+    /* the backend's name in timeline.cuh's reports: cuda_sm<kTimelineSm> */
+    static const int kTimelineSm = 20;
     /* The segmented kernels (kernels.cuh) at 4 blocks of 256 (64 registers), but
      * ARGMIN/ARGMAX as ptxas chooses (at 4 blocks int8's spilled 62 bytes). Left to itself,
      * ptxas gave float32's kernels 66 .. 72 registers and the multiprocessor 3 blocks; with
