@@ -319,8 +319,6 @@ __device__ __forceinline__ typename Op::Acc accumulate(const typename Op::In *__
     return combine_parts<Op, kUnroll>(acc);
 }
 
-/* Combines one value per thread of the grid (acc) into *out: the block's reduction, then
- * docs/design.md's protocol, the last block combining the partials. */
 /* Which gs_reduce kernels have timeline.cuh's hooks (compiled in with GS_TIMELINE only):
  * the float SUMs into their own type. */
 template <typename Op> struct TimelineOn {
@@ -330,6 +328,8 @@ template <typename T> struct TimelineOn<OpSum<T, T> > {
     static const bool value = TimelineId<T>::value >= 0;
 };
 
+/* Combines one value per thread of the grid (acc) into *out: the block's reduction, then
+ * docs/design.md's protocol, the last block combining the partials. */
 template <typename Policy, typename Op>
 __device__ __forceinline__ void grid_combine(typename Op::Acc acc, typename Op::OutT *__restrict__ out,
                                              unsigned char *workspace)
@@ -340,11 +340,11 @@ __device__ __forceinline__ void grid_combine(typename Op::Acc acc, typename Op::
     __shared__ typename Policy::template Scratch<Acc> scratch;
     const unsigned int tid = threadIdx.x;
 
-    const bool kTimeline = TimelineOn<Op>::value;
-    if (kTimeline)
+    constexpr bool kTimeline = TimelineOn<Op>::value;
+    if constexpr (kTimeline)
         timeline_stamp(1);
     Acc block = Policy::template block_reduce<Op>(acc, scratch);
-    if (kTimeline)
+    if constexpr (kTimeline)
         timeline_stamp(2);
 
     if (gridDim.x == 1) {
@@ -364,7 +364,7 @@ __device__ __forceinline__ void grid_combine(typename Op::Acc acc, typename Op::
      * volatile loads, because a cached (L1) load could return a stale line. Both guards
      * contain a __syncthreads, which also separates the two uses of `scratch`. */
     const bool last = Policy::last_arrival(counter, gridDim.x);
-    if (kTimeline)
+    if constexpr (kTimeline)
         timeline_stamp(3);
     if (last) {
         /* (6) combine in block-index order: thread t folds partials t, t + B, ... in
@@ -387,7 +387,7 @@ __device__ __forceinline__ void grid_combine(typename Op::Acc acc, typename Op::
             if (threadIdx.x + (unsigned int)k * Policy::kBlock < gridDim.x)
                 a = Op::combine(a, v[k]);
         a = Policy::template block_reduce<Op>(a, scratch);
-        if (kTimeline)
+        if constexpr (kTimeline)
             timeline_stamp(4);
         if (tid == 0) {
             /* (7) the result, then the counter back to 0 for the next launch on this
@@ -395,7 +395,7 @@ __device__ __forceinline__ void grid_combine(typename Op::Acc acc, typename Op::
             *out = Op::result(a);
             gs_reset_counter(counter);
         }
-        if constexpr (TimelineOn<Op>::value)
+        if constexpr (kTimeline)
             timeline_report<Policy, false, typename Op::In>();
     }
 }
@@ -407,7 +407,7 @@ __device__ __forceinline__ void reduce_kernel(const typename Op::In *__restrict_
     const uint64_t gtid = (uint64_t)blockIdx.x * Policy::kBlock + threadIdx.x;
     const uint64_t stride = (uint64_t)gridDim.x * Policy::kBlock;
     typename Op::Acc acc[Policy::kUnroll];
-    if (TimelineOn<Op>::value)
+    if constexpr (TimelineOn<Op>::value)
         timeline_stamp(0);
     accumulate_parts<Policy, Op, Policy::kUnroll>(in, n, 0, gtid, stride, acc);
     if constexpr (ArgKey<Op>::kUsable) {
