@@ -4,6 +4,7 @@
 sum), dtype, backend and grid, the median over the printed launches of each stamp, in ns
 from the first block's start, and the last block's two phases.
 
+    meson setup build-tl -Dcuda-archs=90       # a tree of its own: ninja does not see the flag change
     NVCC_APPEND_FLAGS=-DGS_TIMELINE ninja -C build-tl backends/gridsync-cuda_sm20.so backends/gridsync-cuda_sm11_compat.so
     GRIDSYNC_BACKEND_PATH=build-tl/backends build/bench/gridsync-bench-exact --min-log2 20 --max-log2 20 > tl.log
     python3 bench/timeline.py tl.log
