@@ -127,6 +127,11 @@ static int run(int argc, char **argv)
     }
     if (quick)
         max_log2 = std::min(max_log2, 22);
+    if (min_log2 < 0 || max_log2 > 40 || min_log2 > max_log2) { /* 1 << lg defined, some size run */
+        fprintf(stderr, "%s: sizes 2^%d .. 2^%d: need 0 <= --min-log2 <= --max-log2 <= 40\n", argv[0], min_log2,
+                max_log2);
+        return 2;
+    }
     int ndev = 0;
     if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
         printf("SKIP: no CUDA device\n");
