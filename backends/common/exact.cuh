@@ -10,10 +10,10 @@
  *     sum of the thread's elements == sum of its expansions and spill terms + what it flushed,
  * exactly (ExBLAS: Iakymchuk, Collange, Defour, Graillat). Before that, each float16 or
  * bfloat16 vector is tried with plain additions into a[0] (exact_try_plain), kept when all
- * of them were exact: for ordinary data that is all the loop does, with no memory traffic
- * (float64's elements seldom add exactly: they skip the try). float32 instead goes into
- * fixed point in two doubles (exact_anchor.cuh), the same identity with hi + lo for the
- * expansions; ExactThread holds either.
+ * of them were exact: for ordinary data that is all the loop does, with no memory traffic.
+ * float32 and float64 instead go into fixed point in two doubles (exact_anchor.cuh), the
+ * same identity with hi + lo (and float64's low expansion) for the expansions;
+ * ExactThread holds either.
  *
  * The block's long accumulator is gs_exact_acc's fixed point (limbs of 32-bit digits from
  * 2^-1088) in shared memory, added to with 64-bit integer atomics: integer addition is
@@ -32,9 +32,9 @@
  * writes it out (the accumulator form always goes this way).
  *
  * Guards, per 16-byte vector and from the raw bits (integer ops only): a vector holding a
- * NaN or an infinity, or an element so large that K TwoSums could overflow (float64: |x| >=
- * 2^960, bfloat16 in float: 2^96), takes the slow path: every element counted (NaN, +inf,
- * -inf) or flushed on its own. Elements below the bound cannot overflow the expansion: a
+ * NaN or an infinity, or an element so large that K TwoSums could overflow (bfloat16 in
+ * float: 2^96; float64's, 2^960, is exact_anchor.cuh's), takes the slow path: every element
+ * counted (NaN, +inf, -inf) or flushed on its own. Elements below the bound cannot overflow the expansion: a
  * thread sees fewer than 2^31 elements (the grid has at least n / 2^28 blocks of 256), so
  * |a[0]| < 2^31 * bound stays far inside the type's range.
  *
@@ -64,8 +64,7 @@ namespace gs {
  * 64 registers spilled 60 .. 128 bytes); and the guard on raw 32-bit words:
  * a word w trips it when ((w & kM) + kB) & kS is nonzero (exponent fields all ones, or at
  * or above the bound: adding kB carries into the field's sign position). kSign: the sign
- * bits of the elements in a word; kHiWords: only the odd words hold exponents (float64);
- * kSpillFast: a block whose threads used their spill terms (ExactSpill) can still be fast
+ * bits of the elements in a word (of float64's, its odd words); kSpillFast: a block whose threads used their spill terms (ExactSpill) can still be fast
  * (exact_checked_of adds them in): where the thread's terms are narrower than the
  * two-double fold, or (float32) where the spill terms take what moving the window left
  * behind (exact_anchor.cuh). float64's two terms are as wide as the fold, so a residual
@@ -73,28 +72,25 @@ namespace gs {
  * instead (exact_spill), and the fast path need not read the spill terms (0.1 us at 2^14
  * .. 2^20 on an H100). */
 template <typename T> struct ExactIn;
-#define GS_EXACT_IN(T, F_, K_, SF, M, B, S, Sign, Hi)                               \
+#define GS_EXACT_IN(T, F_, K_, SF, M, B, S, Sign)                                   \
     template <> struct ExactIn<T> {                                                \
         typedef F_ F;                                                              \
         static const int K = K_;                                                   \
         static const bool kSpillFast = SF;                                         \
         static const uint32_t kM = M, kB = B, kS = S, kSign = Sign;                \
-        static const bool kHiWords = Hi;                                           \
         static const int kMinBlocks = 3;                                           \
     };
-/* float32 in float64 fixed point, hi + lo (exact_anchor.cuh, whose window is its guard:
- * kM, kB, kS unused); no sum can overflow */
-GS_EXACT_IN(float, double, 2, true, 0x7f800000u, 0x00800000u, 0x80000000u, 0x80000000u, false)
-/* bound 2^960: biased exponent >= 0x7bf */
-GS_EXACT_IN(double, double, 2, false, 0x7ff00000u, 0x04100000u, 0x80000000u, 0x80000000u, true)
+/* float32 and float64 in float64 fixed point, hi + lo (exact_anchor.cuh, whose window is
+ * their guard: kM, kB, kS unused); no float32 sum can overflow */
+GS_EXACT_IN(float, double, 2, true, 0, 0, 0, 0x80000000u)
+GS_EXACT_IN(double, double, 2, false, 0, 0, 0, 0x80000000u)
 /* |x| < 2^16: float never overflows */
-GS_EXACT_IN(__half, float, 2, true, 0x7c007c00u, 0x04000400u, 0x80008000u, 0x80008000u, false)
+GS_EXACT_IN(__half, float, 2, true, 0x7c007c00u, 0x04000400u, 0x80008000u, 0x80008000u)
 /* bound 2^96: biased exponent >= 0xdf */
-GS_EXACT_IN(__nv_bfloat16, float, 2, true, 0x7f807f80u, 0x10801080u, 0x80008000u, 0x80008000u, false)
+GS_EXACT_IN(__nv_bfloat16, float, 2, true, 0x7f807f80u, 0x10801080u, 0x80008000u, 0x80008000u)
 #undef GS_EXACT_IN
 
 template <typename T> __device__ __forceinline__ typename ExactIn<T>::F exact_widen(T x) { return widen(x); }
-template <> __device__ __forceinline__ double exact_widen<double>(double x) { return x; }
 
 __device__ __forceinline__ double add_rn(double a, double b) { return __dadd_rn(a, b); }
 __device__ __forceinline__ float add_rn(float a, float b) { return __fadd_rn(a, b); }
@@ -152,7 +148,7 @@ __device__ __forceinline__ void exact_scalar(T x, F (&a)[K], ExactShared &acc, b
     typedef ExactIn<T> In;
     unsigned long long b = 0;
     memcpy(&b, &x, sizeof x);
-    const uint32_t w = In::kHiWords ? (uint32_t)(b >> 32) : (uint32_t)b;
+    const uint32_t w = (uint32_t)b;
     if ((((w & In::kM) + In::kB) & In::kS) != 0) {
         exact_slow<T>(x, acc, sign_clear);
         return;
@@ -240,10 +236,6 @@ __device__ __forceinline__ bool exact_block_try(const F (&a)[kU][K], const F *sp
  * gave the array a stack slot whose stores the compiler kept (the slot's address also went
  * to a call), 16 bytes of local-memory stores per vector. */
 template <typename T> __device__ __forceinline__ T exact_elem(const uint32_t (&w)[4], int k);
-template <> __device__ __forceinline__ double exact_elem<double>(const uint32_t (&w)[4], int k)
-{
-    return __hiloint2double((int)w[2 * k + 1], (int)w[2 * k]);
-}
 template <> __device__ __forceinline__ __half exact_elem<__half>(const uint32_t (&w)[4], int k)
 {
     return __ushort_as_half((unsigned short)(w[k / 2] >> (16 * (k % 2))));
@@ -262,7 +254,7 @@ __device__ __forceinline__ void exact_vec(const uint4 &raw, F (&a)[K], ExactShar
     const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
     uint32_t trip = 0;
 #pragma unroll
-    for (int k = In::kHiWords ? 1 : 0; k < 4; k += In::kHiWords ? 2 : 1) {
+    for (int k = 0; k < 4; k++) {
         trip |= (w[k] & In::kM) + In::kB;
         sign_and &= w[k];
     }
@@ -284,22 +276,17 @@ __device__ __forceinline__ void exact_vec(const uint4 &raw, F (&a)[K], ExactShar
 #pragma unroll
     for (int k = 0; k < kPer; k++)
         x[k] = (F)exact_widen<T>(v[k]);
-    /* float64 goes straight to the TwoSums: its elements' full significands make a plain
-     * sum of them exact almost never, and the try's 3 additions and 2 compares per element
-     * came on top of the TwoSums' 6 additions, all on the float64 pipe (without it, on an
-     * H100, queued: 0.35 us less per call at 2^20, 1.56 at 2^22; bench/HISTORY.md). Where
-     * it would succeed (integers, or few significant bits) it saved one addition in 6. */
-    const bool kTry = sizeof(F) < 8;
-    if (!kTry || !exact_try_plain<F, K, kPer>(a, x))
+    if (!exact_try_plain<F, K, kPer>(a, x))
         exact_add_vec<!In::kSpillFast, F, K, kPer>(a, x, acc, sp);
 }
 
-/* A thread's sums (exact_kernel): float16, bfloat16 and float64 in kU expansions of K
- * terms, one per vector of a trip (independent chains of additions); float32 in fixed
- * point (exact_anchor.cuh), which ends as one expansion of two terms. trip: at each trip's
- * start; vec: vector u of a trip whose first count of kU vectors are loaded (float32 only:
- * the other types' rolled loop has vectors one by one, for one); scalar: the head and the
- * tail; end: the kRows expansions, after the last element (sign_clear final). */
+/* A thread's sums (exact_kernel): float16 and bfloat16 in kU expansions of K terms, one
+ * per vector of a trip (independent chains of additions); float32 and float64 in fixed
+ * point (exact_anchor.cuh, ExactAnchorThread), which ends as one expansion of two terms
+ * (float64: two, with its low one). trip: at each trip's start; vec: vector u of a trip
+ * whose first count of kU vectors are loaded (float32 only: the other types' rolled loop
+ * has vectors one by one, for one); scalar: the head and the tail; end: the kRows
+ * expansions, after the last element (sign_clear final). */
 template <typename T, int kU> struct ExactThread {
     typedef typename ExactIn<T>::F F;
     static const int K = ExactIn<T>::K, kRows = kU;
@@ -329,29 +316,42 @@ template <typename T, int kU> struct ExactThread {
     }
     __device__ __forceinline__ F (&end(bool))[kU][K] { return a; }
 };
-template <int kU> struct ExactThread<float, kU> {
+template <typename T, int kU> struct ExactAnchorThread {
     typedef double F;
-    static const int K = 2, kRows = 1;
-    static_assert(kU * 4 <= 16, "exact_anchor.cuh's bounds allow 16 elements a trip");
+    static const int K = 2, kRows = AnchorFmt<T>::kLow ? 2 : 1;
+    static_assert(kU * AnchorFmt<T>::kPer <= AnchorFmt<T>::kTrip, "exact_anchor.cuh's bounds: elements a trip");
+    static_assert(AnchorFmt<T>::kMark == !ExactIn<T>::kSpillFast, "the spill terms' rule, the same");
     ExactAnchor s;
-    F a[1][2];
-    __device__ __forceinline__ ExactThread() : s(exact_anchor_init()) {}
-    __device__ __forceinline__ void trip(ExactShared &acc, ExactSpill<F> sp) { exact_anchor_trip(s, acc, sp); }
+    F a[kRows][2];
+    __device__ __forceinline__ ExactAnchorThread() : s(exact_anchor_init<T>()) {}
+    __device__ __forceinline__ void trip(ExactShared &acc, ExactSpill<F> sp) { exact_anchor_trip<T>(s, acc, sp); }
     __device__ __forceinline__ void vec(const uint4 (&raw)[kU], int u, int count, ExactShared &acc, ExactSpill<F> sp,
                                         uint32_t &sign_and, bool &sign_clear)
     {
-        exact_anchor_vec<kU>(s, raw, u, count, acc, sp, sign_and, sign_clear);
+        exact_anchor_vec<T, kU>(s, raw, u, count, acc, sp, sign_and, sign_clear);
     }
-    __device__ __forceinline__ void scalar(float x, ExactShared &acc, ExactSpill<F> sp, bool &sign_clear)
+    __device__ __forceinline__ void one(const uint4 &raw, ExactShared &acc, ExactSpill<F> sp, uint32_t &sign_and,
+                                        bool &sign_clear)
     {
-        exact_anchor_scalar(x, acc, sp, sign_clear);
+        exact_anchor_one<T>(s, raw, acc, sp, sign_and, sign_clear);
     }
-    __device__ __forceinline__ F (&end(bool sign_clear))[1][2]
+    __device__ __forceinline__ void scalar(T x, ExactShared &acc, ExactSpill<F> sp, bool &sign_clear)
+    {
+        exact_anchor_scalar(s, x, acc, sp, sign_clear);
+    }
+    /* hi + lo as one expansion, and (kLow) low as the other */
+    __device__ __forceinline__ F (&end(bool sign_clear))[kRows][2]
     {
         exact_anchor_end(s, sign_clear, a[0]);
+        if constexpr (kRows > 1) {
+            a[1][0] = s.low[0];
+            a[1][1] = s.low[1];
+        }
         return a;
     }
 };
+template <int kU> struct ExactThread<float, kU> : ExactAnchorThread<float, kU> {};
+template <int kU> struct ExactThread<double, kU> : ExactAnchorThread<double, kU> {};
 
 template <typename Policy, typename T>
 __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t n, void *__restrict__ out,
@@ -418,7 +418,8 @@ __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t 
          * (gs_grid_for_exact) leave a thread one to three vectors; loaded one after the other, as
          * accumulate_parts does, each waited for memory in turn (on an H100, float32 at 2^18
          * gained 0.25 us, 2^20 0.2 us; measured with one expansion per vector, before
-         * exact_anchor.cuh). Not for float64, whose sum at 2^20 lost 0.2 us with it, nor for
+         * exact_anchor.cuh). Not for float64, whose sum at 2^20 lost 0.2 us with it (with its
+         * expansions, before exact_anchor.cuh took it; not measured since), nor for
          * float16 and bfloat16: it changed the registers of their main loop (66 more moves), which
          * cost them 1 .. 2 % at 2^26, below the 0.95 target, for 0.2 us at 2^12 and 2^20. */
         if (i < nvec) {

@@ -1,17 +1,19 @@
 /*
- * float32's fixed point (backends/common/exact_anchor.cuh) on the CPU: the header's own
+ * float32's and float64's fixed point (backends/common/exact_anchor.cuh) on the CPU: the header's own
  * code, compiled by the host's C++ compiler with stand-ins for the CUDA intrinsics it uses
  * (IEEE double additions rounded to nearest, bit moves) and for what it takes from the
  * other exact headers (TwoSum; the spill terms, the long accumulator and the slow path all
  * add to an exact host accumulator, hostref's, so anything the fixed point hands on is
  * counted exactly). One thread's elements go through it as exact_kernel sends them: a
  * head of scalars, trips of four 16-byte vectors (exact_anchor_trip, then each vector),
- * a tail of scalars, then exact_anchor_end; the accumulator then holds the elements' sum
- * minus itself, which must be exactly zero. The data makes every path run: ordinary,
- * over 60 and 100 binades, the whole exponent range, one sign (the window raised as hi
- * grows, lo folded into hi), magnitudes rising and falling over 200 binades (the window
- * moved up and down), tiny ones, zeros, subnormals, the largest floats, infinities.
- * Prints one line per case; exit status 1 if any is not exact.
+ * float64's last vectors one by one (exact_anchor_one), a tail of scalars, then
+ * exact_anchor_end; the accumulator then holds the elements' sum minus itself, which must
+ * be exactly zero. The data makes every path run: ordinary, over 60 and 100 binades, the
+ * whole exponent range, one sign (the window raised as hi grows, lo folded into hi; for
+ * float64 also near 2^955, the raises' upper end), magnitudes rising and falling (the
+ * window moved up and down), tiny ones (float64: the lowest window), zeros, subnormals,
+ * the largest values, infinities. Prints one line per case; exit status 1 if any is not
+ * exact.
  */
 #include <math.h>
 #include <stdint.h>
@@ -42,12 +44,14 @@ static inline double __hiloint2double(int hi, int lo)
     return bits_as<double>(((uint64_t)(uint32_t)hi << 32) | (uint32_t)lo);
 }
 static inline int __double2hiint(double d) { return (int)(uint32_t)(bits_as<uint64_t>(d) >> 32); }
+static inline long long __double_as_longlong(double d) { return bits_as<long long>(d); }
 static inline float __uint_as_float(uint32_t u) { return bits_as<float>(u); }
 static inline uint32_t __float_as_uint(float f) { return bits_as<uint32_t>(f); }
 static inline uint32_t max(uint32_t a, uint32_t b) { return a > b ? a : b; }
 struct uint4 {
     uint32_t x, y, z, w;
 };
+static inline uint4 make_uint4(uint32_t x, uint32_t y, uint32_t z, uint32_t w) { return uint4{x, y, z, w}; }
 
 namespace gs {
 /* the block's long accumulator: here an exact host sum, and counts */
@@ -100,13 +104,15 @@ static uint64_t rng = 20261125;
 static double unit() { return (double)(hostref_rand(&rng) >> 11) * 0x1p-53; } /* [0, 1) */
 static int below(int m) { return (int)(hostref_rand(&rng) % (uint64_t)m); }
 
-static const char *const kinds[] = {"uniform",    "spread 60",      "spread 100",   "whole range", "one sign",
-                                    "one sign, 2^100", "rising",     "falling",      "tiny, rising", "zeros, subnormals",
-                                    "largest floats",  "negative",   "infinities"};
+static const char *const kinds[] = {"uniform",         "spread 60", "spread 100", "whole range",  "one sign",
+                                    "one sign, 2^100", "rising",    "falling",    "tiny, rising", "zeros, subnormals",
+                                    "largest values",  "negative",  "infinities", "one sign, high"};
 static const int kKinds = sizeof kinds / sizeof kinds[0];
 
-/* Element i of n of the kind k. */
-static float element(int k, long i, long n)
+/* Element i of n of the kind k, as a T: float32's ranges, float64's wider where the kind
+ * is about the exponent range's ends. */
+template <typename T> static T element(int k, long i, long n);
+template <> float element<float>(int k, long i, long n)
 {
     const double u = 2 * unit() - 1;
     switch (k) {
@@ -134,8 +140,96 @@ static float element(int k, long i, long n)
     }
     case 10: return (float)ldexp(1.0 + unit(), 127 - below(4));
     case 11: return (float)-ldexp(unit(), -below(80));
-    default: return unit() < 0.001 ? (unit() < 0.5 ? INFINITY : -INFINITY) : (float)u;
+    case 12: return unit() < 0.001 ? (unit() < 0.5 ? INFINITY : -INFINITY) : (float)u;
+    default: return (float)ldexp(unit(), 120);
     }
+}
+template <> double element<double>(int k, long i, long n)
+{
+    const double u = 2 * unit() - 1;
+    switch (k) {
+    case 3: {
+        uint64_t b;
+        do
+            b = hostref_rand(&rng);
+        while (((b >> 52) & 2047) == 2047);
+        return bits_as<double>(b);
+    }
+    case 5: return ldexp(unit(), 100);
+    case 6: return ldexp(u, (int)(i * 2000 / n) - 1000);
+    case 7: return ldexp(u, 1000 - (int)(i * 2000 / n));
+    case 8: return ldexp(unit(), (int)(i * 60 / n) - 1070 + below(3));
+    case 9: {
+        const double r = unit();
+        return r < 0.1 ? 0.0
+               : r < 0.15 ? -0.0
+               : r < 0.2  ? bits_as<double>(hostref_rand(&rng) & 0x800fffffffffffffull)
+                          : ldexp(u, below(40) - 20);
+    }
+    case 10: return ldexp(1.0 + unit(), 1023 - below(4));
+    case 12: return unit() < 0.001 ? (unit() < 0.5 ? INFINITY : -INFINITY) : u;
+    case 13: return ldexp(unit(), 955 + below(5)); /* at and beyond the window's top */
+    default: return (double)element<float>(k, i, n);
+    }
+}
+
+/* One thread's run over n elements of kind k: whether it was exact. */
+template <typename T> static bool run(int k, long n)
+{
+    const int kPer = 16 / sizeof(T);
+    hostref_exact diff;
+    hostref_exact_init(&diff);
+    ExactShared acc = {&diff, 0, 0, 0, 0};
+    double spill[2] = {0.0, 0.0}; /* unused: the stand-in exact_spill adds to diff */
+    const ExactSpill<double> sp = {spill, 1};
+    ExactAnchor s = exact_anchor_init<T>();
+    uint32_t sign_and = ~0u;
+    bool sign_clear = false;
+    long i = 0, infs = 0;
+    auto take = [&](long j) {
+        const T x = element<T>(k, j, n);
+        if (isinf(x))
+            infs++;
+        else
+            hostref_exact_add(&diff, -(double)x);
+        return x;
+    };
+    const long head = kPer - 1, tail = kPer - 1;
+    for (; i < head; i++)
+        exact_anchor_scalar(s, take(i), acc, sp, sign_clear);
+    while (i + kPer <= n - tail) {
+        uint4 raw[4];
+        int count = 0;
+        for (; count < 4 && i + kPer <= n - tail; count++, i += kPer) {
+            T x[kPer];
+            for (int e = 0; e < kPer; e++)
+                x[e] = take(i + e);
+            memcpy(&raw[count], x, 16);
+        }
+        if (sizeof(T) == 8 && count < 4) { /* float64's remainder: one by one */
+            for (int u = 0; u < count; u++)
+                exact_anchor_one<T>(s, raw[u], acc, sp, sign_and, sign_clear);
+            continue;
+        }
+        exact_anchor_trip<T>(s, acc, sp);
+        for (int u = 0; u < count; u++)
+            exact_anchor_vec<T, 4>(s, raw, u, count, acc, sp, sign_and, sign_clear);
+    }
+    for (; i < n; i++)
+        exact_anchor_scalar(s, take(i), acc, sp, sign_clear);
+    sign_clear |= !(sign_and >> 31); /* exact_kernel's step: the vectors' sign bits */
+    double e[2];
+    exact_anchor_end(s, sign_clear, e);
+    hostref_exact_add(&diff, e[0]);
+    hostref_exact_add(&diff, e[1]);
+    hostref_exact_add(&diff, s.low[0]); /* float64's elements below the window */
+    hostref_exact_add(&diff, s.low[1]);
+    const uint64_t d = hostref_exact_round(&diff, GS_FLOAT64);
+    const bool ok = (d << 1) == 0 && acc.inf == infs && acc.nan == 0;
+    printf("%-7s %-18s n %7ld: %s (window top %u, %ld spill calls, %ld flushes, %ld infinities)\n",
+           sizeof(T) == 4 ? "float32" : "float64", kinds[k], n, ok ? "exact" : "NOT EXACT", exact_anchor_top<T>(s),
+           acc.spills, acc.flushes, acc.inf);
+    return ok;
 }
 
 int main(int argc, char **argv)
@@ -144,50 +238,9 @@ int main(int argc, char **argv)
     int failures = 0, cases = 0;
     for (int k = 0; k < kKinds; k++)
         for (long n = n0; n > 10; n /= 9) {
-            hostref_exact diff;
-            hostref_exact_init(&diff);
-            ExactShared acc = {&diff, 0, 0, 0, 0};
-            double spill[2] = {0.0, 0.0}; /* unused: the stand-in exact_spill adds to diff */
-            const ExactSpill<double> sp = {spill, 1};
-            ExactAnchor s = exact_anchor_init();
-            uint32_t sign_and = ~0u;
-            bool sign_clear = false;
-            long i = 0, infs = 0;
-            auto take = [&](long j) {
-                const float x = element(k, j, n);
-                if (isinf(x))
-                    infs++;
-                else
-                    hostref_exact_add(&diff, -(double)x);
-                return x;
-            };
-            for (; i < 3; i++) /* the head */
-                exact_anchor_scalar(take(i), acc, sp, sign_clear);
-            while (i + 4 <= n - 3) {
-                uint4 raw[4];
-                int count = 0;
-                for (; count < 4 && i + 4 <= n - 3; count++, i += 4) {
-                    float x[4];
-                    for (int e = 0; e < 4; e++)
-                        x[e] = take(i + e);
-                    memcpy(&raw[count], x, 16);
-                }
-                exact_anchor_trip(s, acc, sp);
-                for (int u = 0; u < count; u++)
-                    exact_anchor_vec<4>(s, raw, u, count, acc, sp, sign_and, sign_clear);
-            }
-            for (; i < n; i++) /* the tail */
-                exact_anchor_scalar(take(i), acc, sp, sign_clear);
-            double e[2];
-            exact_anchor_end(s, sign_clear, e);
-            hostref_exact_add(&diff, e[0]);
-            hostref_exact_add(&diff, e[1]);
-            const uint64_t d = hostref_exact_round(&diff, GS_FLOAT64);
-            const bool ok = (d << 1) == 0 && acc.inf == infs && acc.nan == 0;
-            failures += !ok;
-            cases++;
-            printf("%-18s n %7ld: %s (window top %u, %ld spill calls, %ld flushes, %ld infinities)\n", kinds[k], n,
-                   ok ? "exact" : "NOT EXACT", exact_anchor_top(s), acc.spills, acc.flushes, acc.inf);
+            failures += !run<float>(k, n);
+            failures += !run<double>(k, n);
+            cases += 2;
         }
     printf("%d of %d cases not exact\n", failures, cases);
     return failures != 0;
