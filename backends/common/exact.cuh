@@ -33,10 +33,10 @@
  *
  * Guards, per 16-byte vector and from the raw bits (integer ops only): a vector holding a
  * NaN or an infinity, or an element so large that K TwoSums could overflow (bfloat16 in
- * float: 2^96; float64's, 2^960, is exact_anchor.cuh's), takes the slow path: every element
- * counted (NaN, +inf, -inf) or flushed on its own. Elements below the bound cannot overflow the expansion: a
- * thread sees fewer than 2^31 elements (the grid has at least n / 2^28 blocks of 256), so
- * |a[0]| < 2^31 * bound stays far inside the type's range.
+ * float: 2^96; float64's, 2^960, is exact_anchor.cuh's), takes the slow path: every
+ * element counted (NaN, +inf, -inf) or flushed on its own. Elements below the bound cannot
+ * overflow the expansion: a thread sees fewer than 2^31 elements (the grid has at least n /
+ * 2^28 blocks of 256), so |a[0]| < 2^31 * bound stays far inside the type's range.
  *
  * Limb bounds: each flush adds three digits below 2^32 in magnitude, and an element causes
  * at most one flush (its residual, or itself on the slow path), so a block of at most 2^28
@@ -64,13 +64,13 @@ namespace gs {
  * 64 registers spilled 60 .. 128 bytes); and the guard on raw 32-bit words:
  * a word w trips it when ((w & kM) + kB) & kS is nonzero (exponent fields all ones, or at
  * or above the bound: adding kB carries into the field's sign position). kSign: the sign
- * bits of the elements in a word (of float64's, its odd words); kSpillFast: a block whose threads used their spill terms (ExactSpill) can still be fast
- * (exact_checked_of adds them in): where the thread's terms are narrower than the
- * two-double fold, or (float32) where the spill terms take what moving the window left
- * behind (exact_anchor.cuh). float64's two terms are as wide as the fold, so a residual
- * beyond them means the block's sum does not fit, and its spill marks the block slow
- * instead (exact_spill), and the fast path need not read the spill terms (0.1 us at 2^14
- * .. 2^20 on an H100). */
+ * bits of the elements in a word (of float64's, its odd words); kSpillFast: a block whose
+ * threads used their spill terms (ExactSpill) can still be fast (exact_checked_of adds them
+ * in): where the thread's terms are narrower than the two-double fold, or (float32) where
+ * the spill terms take what moving the window left behind (exact_anchor.cuh). float64's
+ * two terms are as wide as the fold, so a residual beyond them means the block's sum does
+ * not fit, and its spill marks the block slow instead (exact_spill), and the fast path
+ * need not read the spill terms (0.1 us at 2^14 .. 2^20 on an H100). */
 template <typename T> struct ExactIn;
 #define GS_EXACT_IN(T, F_, K_, SF, M, B, S, Sign)                                   \
     template <> struct ExactIn<T> {                                                \

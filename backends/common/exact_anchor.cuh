@@ -33,10 +33,11 @@
  * above it raises it to 3 fields above the trip's largest element; raising keeps hi and
  * lo, re-expressed on the coarser grid, and spills only lo's bits below it
  * (exact_anchor_raise). A vector below it with the rest of its trip moves it down there
- * (hi and lo spilled). An element below it (or subnormal) goes to the spill terms (two
- * TwoSums); a vector with a NaN or an infinity (float64: or a huge element) takes the
- * slow path. The windows' moves and checks are tested on the host too (the code compiled
- * with stand-ins for the CUDA intrinsics, against hostref's exact sum, both types).
+ * (hi and lo spilled; float64's only while they are zero). An element below it (or
+ * subnormal) goes to the spill terms (two TwoSums; float64's first to its low expansion);
+ * a vector with a NaN or an infinity (float64: or a huge element) takes the slow path.
+ * The windows' moves and checks are tested on the host too (the code compiled with
+ * stand-ins for the CUDA intrinsics, against hostref's exact sum, both types).
  *
  * Against the expansions it replaces: float32 in one double behind a plain-addition try,
  * 3 additions and 2 compares per element on ordinary data, about 16 over 60 binades (most
@@ -188,7 +189,10 @@ __device__ __forceinline__ double exact_anchor_split(double y, double B, double 
  * only the bits below 2^L' spilled. Spilling hi and lo whole put a large value among the
  * spill terms, which hold the elements below the window; those then went to the long
  * accumulator, a flush each (float32 data over 100 binades, 2^28 elements: 7.7 times the
- * default's time). */
+ * default's time). float64's spilled bits make its block slow (kMark). A raise by 8 in
+ * exact_anchor_trip leaves such bits only from elements more than about 32 binades below
+ * the window's top (data of one sign over that many binades, whose sums grow); low could
+ * take them instead (not done). */
 template <typename T>
 __device__ __forceinline__ void exact_anchor_raise(ExactAnchor &s, uint32_t ftop, ExactShared &acc,
                                                    ExactSpill<double> sp)
@@ -244,7 +248,7 @@ __device__ __forceinline__ bool exact_anchor_in(const ExactAnchor &s, const uint
  * (one vector's was too low for data over 60 binades: 1.7 % of its vectors then fell
  * outside, against 0.2 %, in a simulation), if an element is above it or the whole trip
  * below it; then the elements inside it added, and those below it (or subnormal)
- * spilled. */
+ * spilled (float64: into low first). */
 template <typename T, int kU>
 __device__ __forceinline__ void exact_anchor_out(ExactAnchor &s, const uint4 (&raw)[kU], int count,
                                                  const uint32_t (&w)[4], ExactShared &acc, ExactSpill<double> sp,

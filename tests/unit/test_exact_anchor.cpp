@@ -1,14 +1,14 @@
 /*
- * float32's and float64's fixed point (backends/common/exact_anchor.cuh) on the CPU: the header's own
- * code, compiled by the host's C++ compiler with stand-ins for the CUDA intrinsics it uses
- * (IEEE double additions rounded to nearest, bit moves) and for what it takes from the
- * other exact headers (TwoSum; the spill terms, the long accumulator and the slow path all
- * add to an exact host accumulator, hostref's, so anything the fixed point hands on is
- * counted exactly). One thread's elements go through it as exact_kernel sends them: a
- * head of scalars, trips of four 16-byte vectors (exact_anchor_trip, then each vector),
- * float64's last vectors one by one (exact_anchor_one), a tail of scalars, then
- * exact_anchor_end; the accumulator then holds the elements' sum minus itself, which must
- * be exactly zero. The data makes every path run: ordinary, over 60 and 100 binades, the
+ * float32's and float64's fixed point (backends/common/exact_anchor.cuh) on the CPU: the
+ * header's own code, compiled by the host's C++ compiler with stand-ins for the CUDA
+ * intrinsics it uses (IEEE double additions rounded to nearest, bit moves) and for what it
+ * takes from the other exact headers (TwoSum; the spill terms, the long accumulator and
+ * the slow path all add to an exact host accumulator, hostref's, so anything the fixed
+ * point hands on is counted exactly; float64's low expansion is added in at the end). One
+ * thread's elements go through it as exact_kernel sends them: a head of scalars, trips of
+ * four 16-byte vectors (exact_anchor_trip, then each vector), float64's last vectors one
+ * by one (exact_anchor_one), a tail of scalars, then exact_anchor_end; the accumulator
+ * then holds the elements' sum minus itself, which must be exactly zero. The data makes every path run: ordinary, over 60 and 100 binades, the
  * whole exponent range, one sign (the window raised as hi grows, lo folded into hi; for
  * float64 also near 2^955, the raises' upper end), magnitudes rising and falling (the
  * window moved up and down), tiny ones (float64: the lowest window), zeros, subnormals,
