@@ -110,7 +110,7 @@ static const char *const kinds[] = {"uniform",         "spread 60", "spread 100"
 static const int kKinds = sizeof kinds / sizeof kinds[0];
 
 /* Element i of n of the kind k, as a T: float32's ranges, float64's wider where the kind
- * is about the exponent range's ends. */
+ * is about the exponent range's ends; float64's with its own significands. */
 template <typename T> static T element(int k, long i, long n);
 template <> float element<float>(int k, long i, long n)
 {
@@ -146,8 +146,11 @@ template <> float element<float>(int k, long i, long n)
 }
 template <> double element<double>(int k, long i, long n)
 {
-    const double u = 2 * unit() - 1;
+    const double u = 2 * unit() - 1; /* [-1, 1), 53-bit significands near 1 */
     switch (k) {
+    case 0: return u;
+    case 1: return ldexp(u, -below(61));
+    case 2: return ldexp(u, -below(101));
     case 3: {
         uint64_t b;
         do
@@ -155,6 +158,7 @@ template <> double element<double>(int k, long i, long n)
         while (((b >> 52) & 2047) == 2047);
         return bits_as<double>(b);
     }
+    case 4: return unit();
     case 5: return ldexp(unit(), 100);
     case 6: return ldexp(u, (int)(i * 2000 / n) - 1000);
     case 7: return ldexp(u, 1000 - (int)(i * 2000 / n));
@@ -167,9 +171,9 @@ template <> double element<double>(int k, long i, long n)
                           : ldexp(u, below(40) - 20);
     }
     case 10: return ldexp(1.0 + unit(), 1023 - below(4));
+    case 11: return -ldexp(unit(), -below(80));
     case 12: return unit() < 0.001 ? (unit() < 0.5 ? INFINITY : -INFINITY) : u;
-    case 13: return ldexp(unit(), 955 + below(5)); /* at and beyond the window's top */
-    default: return (double)element<float>(k, i, n);
+    default: return ldexp(unit(), 955 + below(5)); /* at and beyond the window's top */
     }
 }
 
