@@ -156,16 +156,6 @@ __device__ __forceinline__ void exact_anchor_spill(ExactAnchor &s, ExactShared &
     s.lo = 0.0;
 }
 
-/* s + e == a + b exactly: Knuth's TwoSum, 6 additions and no ordering (exact_ops.cuh's
- * two_sum orders its operands first, whose integer work and selects cost float64's kernel
- * a spilled register in its main loop here). */
-__device__ __forceinline__ void exact_anchor_two_sum(double a, double b, double &s, double &e)
-{
-    s = __dadd_rn(a, b);
-    const double bb = __dsub_rn(s, a);
-    e = __dadd_rn(__dsub_rn(a, __dsub_rn(s, bb)), __dsub_rn(b, bb));
-}
-
 /* x (in the window) into hb and lo: four additions, all exact. */
 __device__ __forceinline__ void exact_anchor_add(ExactAnchor &s, double x)
 {
@@ -310,8 +300,8 @@ __device__ __forceinline__ void exact_anchor_out(ExactAnchor &s, const uint4 (&r
 #pragma unroll
         for (int k = 0; k < kPer; k++) {
             double y = r.r[k];
-            exact_anchor_two_sum(s.low[0], y, s.low[0], y);
-            exact_anchor_two_sum(s.low[1], y, s.low[1], y);
+            two_sum_knuth(s.low[0], y, s.low[0], y); /* no ordering: exact_ops.cuh */
+            two_sum_knuth(s.low[1], y, s.low[1], y);
             r.r[k] = y;
             any |= y != 0.0;
         }

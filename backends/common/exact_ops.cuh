@@ -25,6 +25,16 @@ namespace gs {
 #  define GS_EXACT_FAST2SUM 1
 #endif
 
+/* s + e == a + b exactly when s does not overflow, without ordering the operands: Knuth's
+ * TwoSum, 6 additions (exact_anchor.cuh's float64 low expansion, where the ordering's
+ * integer work and selects cost a spilled register in the main loop). */
+__device__ __forceinline__ void two_sum_knuth(double a, double b, double &s, double &e)
+{
+    s = __dadd_rn(a, b);
+    const double bb = __dsub_rn(s, a);
+    e = __dadd_rn(__dsub_rn(a, __dsub_rn(s, bb)), __dsub_rn(b, bb));
+}
+
 /* s + e == a + b exactly when s does not overflow; the _rn intrinsics are never
  * contracted into FMAs or reordered. Doubles: Fast2Sum (Dekker), exact when the first
  * operand's exponent is at least the second's, after ordering the two by their exponent
@@ -39,9 +49,7 @@ __device__ __forceinline__ void two_sum(double a, double b, double &s, double &e
     s = __dadd_rn(hi, lo);
     e = __dsub_rn(lo, __dsub_rn(s, hi));
 #else
-    s = __dadd_rn(a, b);
-    const double bb = __dsub_rn(s, a);
-    e = __dadd_rn(__dsub_rn(a, __dsub_rn(s, bb)), __dsub_rn(b, bb));
+    two_sum_knuth(a, b, s, e);
 #endif
 }
 __device__ __forceinline__ void two_sum(float a, float b, float &s, float &e)

@@ -59,12 +59,13 @@ struct ExactShared {
     hostref_exact *h;
     long nan, inf, spills, flushes;
 };
-static inline void two_sum(double a, double b, double &s, double &e)
+static inline void two_sum_knuth(double a, double b, double &s, double &e)
 {
     s = __dadd_rn(a, b);
     const double bb = __dsub_rn(s, a);
     e = __dadd_rn(__dsub_rn(a, __dsub_rn(s, bb)), __dsub_rn(b, bb));
 }
+static inline void two_sum(double a, double b, double &s, double &e) { two_sum_knuth(a, b, s, e); }
 template <typename F> struct ExactSpill {
     F *s;
     int stride;
