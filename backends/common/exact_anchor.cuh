@@ -31,11 +31,12 @@
  * large (data of one sign: once in about 32 times the largest element's worth).
  * The first window is fixed: float32 |x| in [2^-67, 2^3), float64 [2^-40, 2^4). A vector
  * above it raises it to 3 fields above the trip's largest element; raising keeps hi and
- * lo, re-expressed on the coarser grid, and spills only lo's bits below it
- * (exact_anchor_raise). A vector below it with the rest of its trip moves it down there
- * (hi and lo spilled; float64's only while they are zero). An element below it (or
- * subnormal) goes to the spill terms (two TwoSums; float64's first to its low expansion);
- * a vector with a NaN or an infinity (float64: or a huge element) takes the slow path.
+ * lo, re-expressed on the coarser grid, and spills only lo's bits below it (float64's into
+ * low first: exact_anchor_raise). A vector below it with the rest of its trip moves it
+ * down there (hi and lo spilled; float64's only while they are zero). An element below it
+ * (or subnormal) goes to the spill terms (two TwoSums; float64's first to its low
+ * expansion); a vector with a NaN or an infinity (float64: or a huge element) takes the
+ * slow path.
  * The windows' moves and checks are tested on the host too (the code compiled with
  * stand-ins for the CUDA intrinsics, against hostref's exact sum, both types).
  *
@@ -174,15 +175,31 @@ __device__ __forceinline__ double exact_anchor_split(double y, double B, double 
     return h;
 }
 
+/* Residuals r into float64's low expansion (ExactAnchor's low: two TwoSums each, Knuth's, no
+ * ordering: exact_ops.cuh), what it cannot hold left in r; whether any is left. */
+template <int kN> __device__ __forceinline__ bool exact_anchor_low(ExactAnchor &s, ExactResiduals<double, kN> &r)
+{
+    bool any = false;
+#pragma unroll
+    for (int k = 0; k < kN; k++) {
+        double y = r.r[k];
+        two_sum_knuth(s.low[0], y, s.low[0], y);
+        two_sum_knuth(s.low[1], y, s.low[1], y);
+        r.r[k] = y;
+        any |= y != 0.0;
+    }
+    return any;
+}
+
 /* The window raised to top ftop (at least 2 fields above the current top), hi and lo
  * kept: hi onto the coarser grid 2^c' (its remainder and lo split at lo's new grid 2^L'),
- * only the bits below 2^L' spilled. Spilling hi and lo whole put a large value among the
- * spill terms, which hold the elements below the window; those then went to the long
- * accumulator, a flush each (float32 data over 100 binades, 2^28 elements: 7.7 times the
- * default's time). float64's spilled bits make its block slow (kMark). A raise by 8 in
- * exact_anchor_trip leaves such bits only from elements more than about 32 binades below
- * the window's top (data of one sign over that many binades, whose sums grow); low could
- * take them instead (not done). */
+ * only the bits below 2^L' spilled (float64: into low first). Spilling hi and lo whole put
+ * a large value among the spill terms, which hold the elements below the window; those
+ * then went to the long accumulator, a flush each (float32 data over 100 binades, 2^28
+ * elements: 7.7 times the default's time). A raise by 8 in exact_anchor_trip leaves such
+ * bits only from elements more than about 32 binades below the window's top (data of one
+ * sign over that many binades, whose sums grow); float64's spill terms make its block
+ * slow (kMark), low does not. */
 template <typename T>
 __device__ __forceinline__ void exact_anchor_raise(ExactAnchor &s, uint32_t ftop, ExactShared &acc,
                                                    ExactSpill<double> sp)
@@ -196,10 +213,14 @@ __device__ __forceinline__ void exact_anchor_raise(ExactAnchor &s, uint32_t ftop
     s.hb = t;
     /* B = 1.5 * 2^(L' + 52) */
     const double B = __hiloint2double((int)(((uint32_t)((int)ftop + AnchorFmt<T>::kB) << 20) | 0x80000u), 0);
-    double rem_lo, lo_lo;
-    s.lo = __dadd_rn(exact_anchor_split(rem, B, rem_lo), exact_anchor_split(lo, B, lo_lo));
-    if (rem_lo != 0.0 || lo_lo != 0.0)
-        exact_spill<AnchorFmt<T>::kMark, double, 2>(acc, sp, ExactResiduals<double, 2>{{rem_lo, lo_lo}});
+    ExactResiduals<double, 2> r;
+    s.lo = __dadd_rn(exact_anchor_split(rem, B, r.r[0]), exact_anchor_split(lo, B, r.r[1]));
+    if (r.r[0] == 0.0 && r.r[1] == 0.0)
+        return;
+    if constexpr (AnchorFmt<T>::kLow)
+        if (!exact_anchor_low(s, r))
+            return;
+    exact_spill<AnchorFmt<T>::kMark, double, 2>(acc, sp, r);
 }
 
 /* At a trip's start, when hi or lo could leave its range in the trip: lo added into hi
@@ -295,19 +316,9 @@ __device__ __forceinline__ void exact_anchor_out(ExactAnchor &s, const uint4 (&r
     }
     if (!any)
         return;
-    if constexpr (A::kLow) { /* into low first */
-        any = false;
-#pragma unroll
-        for (int k = 0; k < kPer; k++) {
-            double y = r.r[k];
-            two_sum_knuth(s.low[0], y, s.low[0], y); /* no ordering: exact_ops.cuh */
-            two_sum_knuth(s.low[1], y, s.low[1], y);
-            r.r[k] = y;
-            any |= y != 0.0;
-        }
-        if (!any)
+    if constexpr (A::kLow) /* into low first */
+        if (!exact_anchor_low(s, r))
             return;
-    }
     exact_spill<AnchorFmt<T>::kMark, double, kPer>(acc, sp, r);
 }
 

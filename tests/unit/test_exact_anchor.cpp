@@ -10,7 +10,8 @@
  * by one (exact_anchor_one), a tail of scalars, then exact_anchor_end; the accumulator
  * then holds the elements' sum minus itself, which must be exactly zero. The data makes every path run: ordinary, over 60 and 100 binades, the
  * whole exponent range, one sign (the window raised as hi grows, lo folded into hi; for
- * float64 also near 2^955, the raises' upper end), magnitudes rising and falling (the
+ * float64 also near 2^955, the raises' upper end; over 60 binades, raises that leave lo's bits
+ * below the new grid, float64's into low), magnitudes rising and falling (the
  * window moved up and down), tiny ones (float64: the lowest window), zeros, subnormals,
  * the largest values, infinities. Prints one line per case; exit status 1 if any is not
  * exact.
@@ -107,7 +108,8 @@ static int below(int m) { return (int)(hostref_rand(&rng) % (uint64_t)m); }
 
 static const char *const kinds[] = {"uniform",         "spread 60", "spread 100", "whole range",  "one sign",
                                     "one sign, 2^100", "rising",    "falling",    "tiny, rising", "zeros, subnormals",
-                                    "largest values",  "negative",  "infinities", "one sign, high"};
+                                    "largest values",  "negative",  "infinities", "one sign, high",
+                                    "one sign, 60 binades"};
 static const int kKinds = sizeof kinds / sizeof kinds[0];
 
 /* Element i of n of the kind k, as a T: float32's ranges, float64's wider where the kind
@@ -142,7 +144,8 @@ template <> float element<float>(int k, long i, long n)
     case 10: return (float)ldexp(1.0 + unit(), 127 - below(4));
     case 11: return (float)-ldexp(unit(), -below(80));
     case 12: return unit() < 0.001 ? (unit() < 0.5 ? INFINITY : -INFINITY) : (float)u;
-    default: return (float)ldexp(unit(), 120);
+    case 13: return (float)ldexp(unit(), 120);
+    default: return (float)ldexp(unit(), 20 - below(61));
     }
 }
 template <> double element<double>(int k, long i, long n)
@@ -174,7 +177,10 @@ template <> double element<double>(int k, long i, long n)
     case 10: return ldexp(1.0 + unit(), 1023 - below(4));
     case 11: return -ldexp(unit(), -below(80));
     case 12: return unit() < 0.001 ? (unit() < 0.5 ? INFINITY : -INFINITY) : u;
-    default: return ldexp(unit(), 955 + below(5)); /* at and beyond the window's top */
+    case 13: return ldexp(unit(), 955 + below(5)); /* at and beyond the window's top */
+    /* sums that grow, raising the window by 8 over elements in its lowest binades, whose
+     * bits below the new grid go to low (float64) */
+    default: return ldexp(unit(), 20 - below(61));
     }
 }
 
