@@ -1,7 +1,10 @@
 /*
  * The exact-sum gpu tests' data (test_gpu_exact.c, test_gpu_segexact.c): a random value of
- * any exponent, and nine kinds of input that reach every path of the exact kernels, from
- * hostref's generator with the program's seed g_rng.
+ * any exponent, and ten kinds of input that reach every path of the exact kernels, from
+ * hostref's generator with the program's seed g_rng. one-sign: values of one sign over 60
+ * binades, whose sums grow, so that float32's and float64's windows (exact_anchor.cuh) are
+ * raised over elements in their lowest binades (with a grid of one block, several times
+ * in a thread).
  */
 #ifndef GS_EXACT_DATA_H
 #define GS_EXACT_DATA_H
@@ -20,8 +23,9 @@ static uint64_t rnd(void)
 }
 
 static const gs_dtype kIn[4] = {GS_FLOAT16, GS_BFLOAT16, GS_FLOAT32, GS_FLOAT64};
-static const char *kKind[] = {"wide", "cancel", "subnormal", "unit", "big", "tie", "near-tie", "zeros", "special"};
-enum { NKINDS = 9 };
+static const char *kKind[] = {"wide", "cancel", "subnormal", "unit", "big",
+                              "tie",  "near-tie", "zeros", "special", "one-sign"};
+enum { NKINDS = 10 };
 
 /* A random finite value of t with an exponent anywhere in t's range (bits for the 16- and
  * 32-bit types; a uniform exponent for float64), as a double. */
@@ -58,6 +62,7 @@ static void fill(gs_dtype t, gs_dtype out, int kind, void *data, uint64_t n)
         case 3: x = hostref_rand_unit(&g_rng); break;
         case 4: x = rand_value(t, emax - 2, emax); break;
         case 7: x = -0.0; break;
+        case 9: x = fabs(rand_value(t, emax / 2 - 60 > emin_sub ? emax / 2 - 60 : emin_sub, emax / 2)); break;
         default: /* ties and specials: zero-sum pairs around the few values set below */
             x = i % 2 ? -hostref_load(t, data, i - 1) : rand_value(t, -8, 8);
             break;

@@ -105,8 +105,8 @@ static void sweep(cushim_ptr dbuf, cushim_ptr dout, unsigned char *host, uint64_
             for (int kind = 0; kind < NKINDS; kind++) {
                 for (int o = 0; o < nouts; o++) {
                     const gs_dtype out = outs[o];
-                    if (n > (1u << 20) && (kind > 3 || o > 0))
-                        continue; /* the large sizes: the first kinds, the default output */
+                    if (n > (1u << 20) && ((kind > 3 && kind != 9) || o > 0))
+                        continue; /* the large sizes: the first kinds and one-sign, the default output */
                     const uint64_t shift = n <= 4097 ? rnd() % (16 / (uint64_t)esize) : 0; /* address mod 16 */
                     if ((n + shift) * esize > cap)
                         continue;
