@@ -61,34 +61,41 @@ namespace gs {
 /* Per input type: the expansion's type F and length K; the minimum of resident blocks the
  * kernel is compiled for (kernels.cuh; without one, ptxas gave every exact kernel 128
  * registers on sm_90, two blocks per multiprocessor; with the prefetching loop, 4 blocks'
- * 64 registers spilled 60 .. 128 bytes); and the guard on raw 32-bit words:
- * a word w trips it when ((w & kM) + kB) & kS is nonzero (exponent fields all ones, or at
- * or above the bound: adding kB carries into the field's sign position). kSign: the sign
- * bits of the elements in a word (of float64's, its odd words); kSpillFast: a block whose
- * threads used their spill terms (ExactSpill) can still be fast (exact_checked_of adds them
- * in): where the thread's terms are narrower than the two-double fold, or (float32) where
- * the spill terms take what moving the window left behind (exact_anchor.cuh). float64's
- * two terms are as wide as the fold, so a residual beyond them means the block's sum does
- * not fit, and its spill marks the block slow instead (exact_spill), and the fast path
- * need not read the spill terms (0.1 us at 2^14 .. 2^20 on an H100). */
+ * 64 registers spilled 60 .. 128 bytes); kSign: the sign bits of the elements in a 32-bit
+ * word (of float64's, its odd words); kSpillFast: a block whose threads used their spill
+ * terms (ExactSpill) can still be fast (exact_checked_of adds them in): where the thread's
+ * terms are narrower than the two-double fold, or (float32) where the spill terms take
+ * what moving the window left behind (exact_anchor.cuh). float64's two terms are as wide
+ * as the fold, so a residual beyond them means the block's sum does not fit, and its spill
+ * marks the block slow instead (exact_spill), and the fast path need not read the spill
+ * terms (0.1 us at 2^14 .. 2^20 on an H100). float32 and float64 go into float64 fixed
+ * point, hi + lo (exact_anchor.cuh, whose window is their guard); no float32 sum can
+ * overflow. */
 template <typename T> struct ExactIn;
-#define GS_EXACT_IN(T, F_, K_, SF, M, B, S, Sign)                                   \
+#define GS_EXACT_IN(T, F_, K_, SF, Sign)                                            \
     template <> struct ExactIn<T> {                                                \
         typedef F_ F;                                                              \
         static const int K = K_;                                                   \
         static const bool kSpillFast = SF;                                         \
-        static const uint32_t kM = M, kB = B, kS = S, kSign = Sign;                \
+        static const uint32_t kSign = Sign;                                        \
         static const int kMinBlocks = 3;                                           \
     };
-/* float32 and float64 in float64 fixed point, hi + lo (exact_anchor.cuh, whose window is
- * their guard: kM, kB, kS unused); no float32 sum can overflow */
-GS_EXACT_IN(float, double, 2, true, 0, 0, 0, 0x80000000u)
-GS_EXACT_IN(double, double, 2, false, 0, 0, 0, 0x80000000u)
-/* |x| < 2^16: float never overflows */
-GS_EXACT_IN(__half, float, 2, true, 0x7c007c00u, 0x04000400u, 0x80008000u, 0x80008000u)
-/* bound 2^96: biased exponent >= 0xdf */
-GS_EXACT_IN(__nv_bfloat16, float, 2, true, 0x7f807f80u, 0x10801080u, 0x80008000u, 0x80008000u)
+GS_EXACT_IN(float, double, 2, true, 0x80000000u)
+GS_EXACT_IN(double, double, 2, false, 0x80000000u)
+GS_EXACT_IN(__half, float, 2, true, 0x80008000u)
+GS_EXACT_IN(__nv_bfloat16, float, 2, true, 0x80008000u)
 #undef GS_EXACT_IN
+
+/* The 16-bit types' guard (exact_vec, exact_scalar) on raw 32-bit words: a word w trips it
+ * when ((w & kM) + kB) & kS is nonzero (exponent fields all ones, or at or above the
+ * bound: adding kB carries into the field's sign position). */
+template <typename T> struct ExactGuard;
+template <> struct ExactGuard<__half> { /* |x| < 2^16: float never overflows */
+    static const uint32_t kM = 0x7c007c00u, kB = 0x04000400u, kS = 0x80008000u;
+};
+template <> struct ExactGuard<__nv_bfloat16> { /* bound 2^96: biased exponent >= 0xdf */
+    static const uint32_t kM = 0x7f807f80u, kB = 0x10801080u, kS = 0x80008000u;
+};
 
 template <typename T> __device__ __forceinline__ typename ExactIn<T>::F exact_widen(T x) { return widen(x); }
 
@@ -145,11 +152,11 @@ __device__ __forceinline__ void exact_add_vec(F (&a)[K], const F (&x)[kPer], Exa
 template <typename T, typename F, int K>
 __device__ __forceinline__ void exact_scalar(T x, F (&a)[K], ExactShared &acc, bool &sign_clear)
 {
-    typedef ExactIn<T> In;
+    typedef ExactGuard<T> G;
     unsigned long long b = 0;
     memcpy(&b, &x, sizeof x);
     const uint32_t w = (uint32_t)b;
-    if ((((w & In::kM) + In::kB) & In::kS) != 0) {
+    if ((((w & G::kM) + G::kB) & G::kS) != 0) {
         exact_slow<T>(x, acc, sign_clear);
         return;
     }
@@ -251,11 +258,12 @@ __device__ __forceinline__ void exact_vec(const uint4 &raw, F (&a)[K], ExactShar
                                           bool &sign_clear)
 {
     typedef ExactIn<T> In;
+    typedef ExactGuard<T> G;
     const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
     uint32_t trip = 0;
 #pragma unroll
     for (int k = 0; k < 4; k++) {
-        trip |= (w[k] & In::kM) + In::kB;
+        trip |= (w[k] & G::kM) + G::kB;
         sign_and &= w[k];
     }
     const int kPer = 16 / sizeof(T);
@@ -263,7 +271,7 @@ __device__ __forceinline__ void exact_vec(const uint4 &raw, F (&a)[K], ExactShar
 #pragma unroll
     for (int k = 0; k < kPer; k++)
         v[k] = exact_elem<T>(w, k);
-    if (trip & In::kS) {
+    if (trip & G::kS) {
         /* unrolled: a rolled loop indexed v at run time, which put v in local memory, and
          * its stores, on every vector, cut the exact kernels to a third of the default's
          * bandwidth on an H100 */
