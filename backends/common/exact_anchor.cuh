@@ -204,15 +204,14 @@ template <typename T>
 __device__ __forceinline__ void exact_anchor_raise(ExactAnchor &s, uint32_t ftop, ExactShared &acc,
                                                    ExactSpill<double> sp)
 {
-    if (AnchorFmt<T>::kTopMin > 1 && ftop < AnchorFmt<T>::kTopMin)
-        ftop = AnchorFmt<T>::kTopMin; /* as exact_anchor_at has it, for B */
     const double hi = __dsub_rn(s.hb, s.C), lo = s.lo;
     exact_anchor_at<T>(s, ftop);
     const double t = __dadd_rn(s.hb, hi); /* hi rounded to 2^c', exact as in exact_anchor_add */
     const double rem = __dsub_rn(hi, __dsub_rn(t, s.hb));
     s.hb = t;
-    /* B = 1.5 * 2^(L' + 52) */
-    const double B = __hiloint2double((int)(((uint32_t)((int)ftop + AnchorFmt<T>::kB) << 20) | 0x80000u), 0);
+    /* B = 1.5 * 2^(L' + 52), for the top exact_anchor_at took (its C's) */
+    const int top = (int)exact_anchor_top<T>(s);
+    const double B = __hiloint2double((int)(((uint32_t)(top + AnchorFmt<T>::kB) << 20) | 0x80000u), 0);
     ExactResiduals<double, 2> r;
     s.lo = __dadd_rn(exact_anchor_split(rem, B, r.r[0]), exact_anchor_split(lo, B, r.r[1]));
     if (r.r[0] == 0.0 && r.r[1] == 0.0)
