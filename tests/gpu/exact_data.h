@@ -3,8 +3,8 @@
  * any exponent, and ten kinds of input that reach every path of the exact kernels, from
  * hostref's generator with the program's seed g_rng. one-sign: values of one sign over 60
  * binades, whose sums grow, so that float32's and float64's windows (exact_anchor.cuh) are
- * raised over elements in their lowest binades (with a grid of one block, several times
- * in a thread).
+ * raised over elements in their lowest binades (with a grid of one block, in every
+ * thread).
  */
 #ifndef GS_EXACT_DATA_H
 #define GS_EXACT_DATA_H

@@ -4,7 +4,7 @@
  * fresh random data (the seed is printed; GS_TEST_SEED=<n> replays a run). Exits 77 only
  * without a driver or a device.
  *
- * For float16, bfloat16, float32 and float64, each of exact_data.h's nine kinds of data
+ * For float16, bfloat16, float32 and float64, each of exact_data.h's ten kinds of data
  * (filled segment by segment, so each segment has its own ties, cancellations, zeros and
  * specials) in five layouts that reach every path of the kernel: tiny segments (one
  * thread each, empty ones included), medium ones (a group each), long ones (the block),
