@@ -18,14 +18,20 @@
  * is checked bitwise against hostref's exact sum (sizes up to 2^24) or against the other
  * backend's (beyond), so a fast wrong answer cannot pass.
  *
- *   gridsync-bench-exact [--quick] [--csv FILE] [--min-log2 N] [--max-log2 N] [--seed S] [--spread J]
+ *   gridsync-bench-exact [--quick] [--csv FILE] [--min-log2 N] [--max-log2 N] [--seed S] [--spread J] [--lone]
  *
  * Prints a table: dtype, n, backend, default us, exact us, exact/default throughput,
  * exact - default in us, the same two times and their difference queued, and CUB's
  * deterministic sum (DeviceReduce::Sum with the gpu_to_gpu requirement) in us for float32
  * and float64 when the CUB headers have it
  * (meson -Dbench-cccl=<a CCCL source tree>; CUDA 13.0's own CUB does not): run on the same
- * buffers in the same rounds, checked to lie within n^2 u of the exact sum.
+ * buffers in the same rounds, checked to lie within n^2 u of the exact sum. --lone adds lone
+ * calls, as an application makes them between kernels of its own: queued too, each call
+ * after two other gridsync calls (float64's exact sum and int8's ARGMAX over 2^12 elements,
+ * other kernels whose code takes the instruction caches' room) and timed on its own between
+ * two events, the mean over the calls (the default, the exact sum, the difference: three
+ * more columns). The back-to-back calls keep a kernel's code cached; a lone call fetches it
+ * again.
  */
 #include <cmath>
 #include <ctime>
@@ -105,6 +111,7 @@ static int run(int argc, char **argv)
     bool quick = false;
     const char *csv_path = nullptr;
     int min_log2 = 10, max_log2 = 28, spread = 0;
+    bool lone = false;
     uint64_t seed = 0x5eed0000ull + (uint64_t)time(nullptr);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
@@ -119,8 +126,11 @@ static int run(int argc, char **argv)
             seed = strtoull(argv[++i], nullptr, 0);
         else if (!strcmp(argv[i], "--spread") && i + 1 < argc && atoi(argv[i + 1]) >= 0 && atoi(argv[i + 1]) <= 100)
             spread = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--lone"))
+            lone = true;
         else {
-            fprintf(stderr, "usage: %s [--quick] [--csv FILE] [--min-log2 N] [--max-log2 N] [--seed S] [--spread J (0 .. 100)]\n",
+            fprintf(stderr,
+                    "usage: %s [--quick] [--csv FILE] [--min-log2 N] [--max-log2 N] [--seed S] [--spread J (0 .. 100)] [--lone]\n",
                     argv[0]);
             return 2;
         }
@@ -160,6 +170,13 @@ static int run(int argc, char **argv)
     CK(cudaMalloc(&buf, max_n * 8));
     void *out;
     CK(cudaMalloc(&out, 64));
+    /* --lone: the other calls' input (zeros) and two events per call */
+    void *other = nullptr;
+    std::vector<cudaEvent_t> lone_ev;
+    if (lone) {
+        CK(cudaMalloc(&other, 1 << 15));
+        CK(cudaMemset(other, 0, 1 << 15));
+    }
     cudaStream_t stream;
     CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     cudaEvent_t e0, e1;
@@ -168,10 +185,11 @@ static int run(int argc, char **argv)
     FILE *csv = csv_path ? fopen(csv_path, "w") : nullptr;
     if (csv)
         fprintf(csv, "device,dtype,n,backend,default_us,exact_us,ratio,delta_us,cub_g2g_us,cub_version,"
-                     "default_queued_us,exact_queued_us,delta_queued_us\n");
+                     "default_queued_us,exact_queued_us,delta_queued_us,default_lone_us,exact_lone_us,delta_lone_us\n");
     printf("CUB %s (gpu_to_gpu column: %s)\n", cub_version, BENCH_G2G ? "yes, float32 and float64" : "no, these CUB headers lack it");
-    printf("%-5s %10s %-17s %11s %11s %8s %9s %9s %9s %9s %9s\n", "dtype", "n", "backend", "default us", "exact us",
-           "ratio", "delta us", "def q us", "exact q", "delta q", "g2g us");
+    printf("%-5s %10s %-17s %11s %11s %8s %9s %9s %9s %9s %9s%s\n", "dtype", "n", "backend", "default us", "exact us",
+           "ratio", "delta us", "def q us", "exact q", "delta q", "g2g us",
+           lone ? "  def lone  exact lone delta lone" : "");
     const gs_dtype types[4] = {GS_FLOAT32, GS_FLOAT64, GS_FLOAT16, GS_BFLOAT16};
     int failures = 0;
     std::vector<unsigned char> host;
@@ -207,7 +225,13 @@ static int run(int argc, char **argv)
                  * into its own output slot */
                 const bool g2g = BENCH_G2G && c == 0 && (t == GS_FLOAT32 || t == GS_FLOAT64);
                 void *cub_out = (char *)out + 32;
-                std::vector<double> td, te, tc, qd, qe;
+                std::vector<double> td, te, tc, qd, qe, ld, le;
+                if (lone && lone_ev.size() < 2 * (size_t)calls) {
+                    const size_t have = lone_ev.size();
+                    lone_ev.resize(2 * (size_t)calls);
+                    for (size_t k = have; k < lone_ev.size(); k++)
+                        CK(cudaEventCreate(&lone_ev[k]));
+                }
                 for (int r = 0; r < repeats + 1; r++) {
                     /* v: default, exact, CUB; then default and exact queued behind a spin of
                      * 5 us per call (a launch through the API takes about 2 .. 5 here) */
@@ -235,6 +259,30 @@ static int run(int argc, char **argv)
                         CK(cudaEventElapsedTime(&ms, e0, e1));
                         if (r > 0) /* the first round warms up */
                             (queued ? (w ? qe : qd) : w == 2 ? tc : w ? te : td).push_back(1000.0 * ms / calls);
+                    }
+                    /* lone calls, default and exact, queued behind a spin long enough for the
+                     * host to launch them and the others */
+                    for (int w = 0; lone && w < 2; w++) {
+                        bench_spin<<<1, 1, 0, stream>>>(100000ull + 20000ull * (unsigned long long)calls);
+                        CK(cudaGetLastError());
+                        for (int k = 0; k < calls; k++) {
+                            GS_CK(gs_reduce_ex(ctxs[c].ctx, other, 1 << 12, GS_FLOAT64, GS_OP_SUM, (char *)out + 48,
+                                               stream, &exact));
+                            GS_CK(gs_reduce_ex(ctxs[c].ctx, other, 1 << 12, GS_INT8, GS_OP_ARGMAX, (char *)out + 48,
+                                               stream, nullptr));
+                            CK(cudaEventRecord(lone_ev[2 * k], stream));
+                            GS_CK(gs_reduce_ex(ctxs[c].ctx, buf, n, t, GS_OP_SUM, out, stream, w ? &exact : nullptr));
+                            CK(cudaEventRecord(lone_ev[2 * k + 1], stream));
+                        }
+                        CK(cudaStreamSynchronize(stream));
+                        double sum = 0;
+                        for (int k = 0; k < calls; k++) {
+                            float ms;
+                            CK(cudaEventElapsedTime(&ms, lone_ev[2 * k], lone_ev[2 * k + 1]));
+                            sum += ms;
+                        }
+                        if (r > 0)
+                            (w ? le : ld).push_back(1000.0 * sum / calls);
                     }
                 }
                 uint64_t got = 0;
@@ -269,20 +317,29 @@ static int run(int argc, char **argv)
                     }
                 }
                 const double d = median(td), x = median(te), qdm = median(qd), qem = median(qe);
-                char g2g_us[32] = "";
+                char g2g_us[32] = "", lone_us[64] = "", lone_csv[64] = ",,";
                 if (g2g)
                     snprintf(g2g_us, sizeof g2g_us, "%.3f", median(tc));
-                printf("%-5s %10" PRIu64 " %-17s %11.2f %11.2f %8.3f %9.2f %9.2f %9.2f %9.2f %9s\n", tname(t), n,
-                       ctxs[c].backend, d, x, d / x, x - d, qdm, qem, qem - qdm, g2g ? g2g_us : "-");
+                if (lone) {
+                    const double a = median(ld), b = median(le);
+                    snprintf(lone_us, sizeof lone_us, " %9.2f %11.2f %10.2f", a, b, b - a);
+                    snprintf(lone_csv, sizeof lone_csv, "%.3f,%.3f,%.3f", a, b, b - a);
+                }
+                printf("%-5s %10" PRIu64 " %-17s %11.2f %11.2f %8.3f %9.2f %9.2f %9.2f %9.2f %9s%s\n", tname(t), n,
+                       ctxs[c].backend, d, x, d / x, x - d, qdm, qem, qem - qdm, g2g ? g2g_us : "-", lone_us);
                 if (csv)
-                    fprintf(csv, "\"%s\",%s,%" PRIu64 ",%s,%.3f,%.3f,%.4f,%.3f,%s,%s,%.3f,%.3f,%.3f\n", prop.name,
+                    fprintf(csv, "\"%s\",%s,%" PRIu64 ",%s,%.3f,%.3f,%.4f,%.3f,%s,%s,%.3f,%.3f,%.3f,%s\n", prop.name,
                             tname(t), n, ctxs[c].backend, d, x, d / x, x - d, g2g_us, g2g ? cub_version : "", qdm, qem,
-                            qem - qdm);
+                            qem - qdm, lone_csv);
             }
         }
     }
     if (csv)
         fclose(csv);
+    for (cudaEvent_t e : lone_ev)
+        CK(cudaEventDestroy(e));
+    if (other)
+        CK(cudaFree(other));
     for (auto &c : ctxs)
         gs_context_destroy(c.ctx);
     printf("%s\n", failures ? "FAILED" : "all exact results checked");
