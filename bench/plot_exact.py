@@ -9,7 +9,8 @@ time per call against n (log-log) for the default sum, the exact sum per backend
 gpu_to_gpu sum where measured; middle, exact / default throughput per backend, with issue
 18's line for n >= 2^26 (float32 0.9, float64 0.8, float16 and bfloat16 0.95); bottom,
 exact minus default per call, queued (the GPU's time alone), up to 2^22 elements, with
-the +1 us line for n <= 2^20. Only the standard library and matplotlib; a missing matplotlib is reported, not
+the +1 us line for n <= 2^20, and dashed, where the CSV has them (--lone), the same for
+lone calls between other kernels. Only the standard library and matplotlib; a missing matplotlib is reported, not
 fatal (exit 0).
 """
 import os
@@ -65,6 +66,9 @@ def main():
                     pts = [(n, v) for n, v in pts if n <= Q_MAX_N]
                 if pts:
                     ax.plot(*zip(*pts), color=color, marker=".", label=f"exact ({name})")
+            pts = [(n, v) for n, v in series(rows, d, b, "delta_lone_us") if n <= Q_MAX_N]
+            if pts:
+                ax_q.plot(*zip(*pts), color=color, marker="x", linestyle="--", label=f"lone ({name})")
         pts = series(rows, d, "cuda_sm20", "cub_g2g_us")
         if pts:
             ax_t.plot(*zip(*pts), color="dimgray", linestyle="--", marker="x", label=f"CUB {cub} gpu_to_gpu")
@@ -87,6 +91,7 @@ def main():
     axes[2][0].set_ylabel("exact - default per call (us), queued")
     axes[0][0].legend(fontsize=8)
     axes[1][0].legend(fontsize=8)
+    axes[2][0].legend(fontsize=8)
     fig.tight_layout(rect=(0, 0, 1, 0.96))
     fig.savefig(out, dpi=100)
     plt.close(fig)
