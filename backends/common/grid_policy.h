@@ -78,6 +78,23 @@ static inline unsigned int gs_grid_for(uint64_t n, uint64_t size, uint64_t l2_by
  * +1.24, float64 2^14 +1.36 against +1.71; two blocks per multiprocessor lost (float32 2^18
  * +1.43 against +1.26). bench/HISTORY.md. */
 #define GS_EXACT_ONE_BLOCK_VECTORS (2 * GS_BACKEND_ITEMS * GS_BACKEND_BLOCK)
+
+/* float64 from a multiprocessor's worth of whole trips (GS_EXACT_ROW_VECTORS, a block's
+ * trip of the kernel's loop, per multiprocessor) up to inputs the L2 cache holds: a whole
+ * number of trips per thread, on the fewest blocks that keep at most GS_EXACT_TRIP_CAP per
+ * multiprocessor. float64's kernel takes a part of a trip in a rolled loop, one vector's
+ * round trip to memory after the other (exact.cuh; loads issued at once spilled a
+ * register in its main loop, 0.97 -> 0.76 of the default at 2^26, and an early load of
+ * the next vector cost lone calls 0.1 .. 0.5 us, H200), and gs_grid_for's 3 blocks per
+ * multiprocessor left one: 2^20 elements on 396 blocks are 5.2 vectors a thread. Here 256
+ * blocks (one trip at 2^19, two at 2^20, four at 2^21); exact minus default per call on an
+ * H200, queued: 2^19 1.23 -> 1.08 us, 2^20 1.46 -> 1.16, 2^21 1.54 -> 1.29, 2^22 the same
+ * within 0.1; lone 0.16 .. 0.28 us less. 2^17 and 2^18 (fewer rows than multiprocessors)
+ * gained nothing on whole trips, and keep gs_grid_for's grid. float32 issues
+ * a part trip's loads at once and gains nothing from whole trips (2^20 on 256 blocks: the
+ * same); float16 and bfloat16 neither (2^20 on 128: the same). bench/HISTORY.md. */
+#define GS_EXACT_ROW_VECTORS ((uint64_t)GS_BACKEND_ITEMS * GS_BACKEND_BLOCK)
+#define GS_EXACT_TRIP_CAP 2
 static inline unsigned int gs_grid_for_exact(uint64_t n, uint64_t size, unsigned int multiprocessors,
                                              uint64_t l2_bytes, unsigned int max_blocks,
                                              unsigned int max_blocks_dram)
@@ -88,6 +105,15 @@ static inline unsigned int gs_grid_for_exact(uint64_t n, uint64_t size, unsigned
         return 1;
     if (one <= multiprocessors && one <= max_blocks)
         return (unsigned int)one;
+    if (size == 8 && n * size <= l2_bytes && vectors >= (uint64_t)multiprocessors * GS_EXACT_ROW_VECTORS) {
+        /* float64: whole trips per thread (GS_EXACT_TRIP_CAP) */
+        const uint64_t rows = (vectors + GS_EXACT_ROW_VECTORS - 1) / GS_EXACT_ROW_VECTORS;
+        uint64_t cap = (uint64_t)GS_EXACT_TRIP_CAP * multiprocessors;
+        if (cap > max_blocks)
+            cap = max_blocks;
+        const uint64_t trips = (rows + cap - 1) / cap;
+        return (unsigned int)((rows + trips - 1) / trips);
+    }
     return gs_grid_for(n, size, l2_bytes, max_blocks, max_blocks_dram);
 }
 

@@ -7,7 +7,10 @@
  *  - gs_grid_for: one block while a block's first trip covers the input;
  *  - gs_grid_for_exact: one block up to two of the loop's trips per thread; past that, one
  *    16-byte vector per thread (every vector covered, no block without one) while that
- *    many blocks fit one per multiprocessor; past that, gs_grid_for's grid.
+ *    many blocks fit one per multiprocessor; past that, for float64 from a
+ *    multiprocessor's worth of trips up to what L2 holds, the fewest trips per thread that
+ *    GS_EXACT_TRIP_CAP blocks per multiprocessor allow, on the fewest blocks (whole trips
+ *    for every thread where they divide); else gs_grid_for's grid.
  */
 #include <inttypes.h>
 
@@ -38,6 +41,18 @@ static void one_case(uint64_t n, uint64_t size, unsigned int sms, uint64_t l2)
               "n %" PRIu64 " size %" PRIu64 ": one vector per thread, exact grid %u for %" PRIu64 " vectors", n, size,
               e, vectors);
         CHECK(e <= sms, "n %" PRIu64 ": exact grid %u on %u multiprocessors", n, e, sms);
+    } else if (size == 8 && n * size <= l2 && vectors >= (uint64_t)sms * GS_EXACT_ROW_VECTORS) {
+        const uint64_t rows = (vectors + GS_EXACT_ROW_VECTORS - 1) / GS_EXACT_ROW_VECTORS;
+        uint64_t cap = (uint64_t)GS_EXACT_TRIP_CAP * sms;
+        if (cap > max_blocks)
+            cap = max_blocks;
+        const uint64_t trips = (rows + e - 1) / e; /* what e blocks take per thread */
+        CHECK(e <= cap, "n %" PRIu64 ": float64 exact grid %u, cap %" PRIu64, n, e, cap);
+        CHECK(trips == (rows + cap - 1) / cap, "n %" PRIu64 ": float64 exact grid %u: %" PRIu64
+              " trips a thread, the cap allows %" PRIu64, n, e, trips, (rows + cap - 1) / cap);
+        CHECK((uint64_t)(e - 1) * trips < rows, "n %" PRIu64 ": float64 exact grid %u: fewer blocks would do", n, e);
+        if (rows % trips == 0)
+            CHECK((uint64_t)e * trips == rows, "n %" PRIu64 ": float64 exact grid %u: not whole trips", n, e);
     } else {
         CHECK(e == g, "n %" PRIu64 " size %" PRIu64 ": exact grid %u, gs_grid_for %u", n, size, e, g);
     }
@@ -64,6 +79,16 @@ int main(void)
     CHECK(gs_grid_for_exact(1u << 16, 4, 132, l2, cap, dram) == 64, "2^16 float32: 64 blocks");
     CHECK(gs_grid_for_exact(1u << 18, 4, 132, l2, cap, dram) == gs_grid_for(1u << 18, 4, l2, cap, dram),
           "2^18 float32: gs_grid_for's");
+    /* float64: whole trips from 2^19 (a block's trip per multiprocessor) up to L2's 2^22 */
+    CHECK(gs_grid_for_exact(1u << 18, 8, 132, l2, cap, dram) == gs_grid_for(1u << 18, 8, l2, cap, dram),
+          "2^18 float64: gs_grid_for's");
+    CHECK(gs_grid_for_exact(1u << 19, 8, 132, l2, cap, dram) == 256, "2^19 float64: 256 blocks, one trip");
+    CHECK(gs_grid_for_exact(1u << 20, 8, 132, l2, cap, dram) == 256, "2^20 float64: 256 blocks, two trips");
+    CHECK(gs_grid_for_exact(1u << 22, 8, 132, l2, cap, dram) == 256, "2^22 float64: 256 blocks, eight trips");
+    CHECK(gs_grid_for_exact(1u << 23, 8, 132, l2, cap, dram) == gs_grid_for(1u << 23, 8, l2, cap, dram),
+          "2^23 float64 (beyond L2): gs_grid_for's");
+    CHECK(gs_grid_for_exact(1u << 20, 4, 132, l2, cap, dram) == gs_grid_for(1u << 20, 4, l2, cap, dram),
+          "2^20 float32: gs_grid_for's");
     printf("grid policies: %d checks, %d failed\n", g_checks, g_failures);
     return g_failures ? 1 : 0;
 }
