@@ -70,25 +70,35 @@ int main(void)
                     if (n >= 0)
                         one_case((uint64_t)n, sizes[s], devices[d], gs_grid_l2_bytes(50 << 20));
                 }
-    /* the H100's sizes that the comments quote (132 multiprocessors, float32) */
+    /* the H100's sizes that the comments quote (132 multiprocessors): want 0 is
+     * gs_grid_for's grid */
+    static const struct {
+        int lg;
+        uint64_t size;
+        unsigned int want;
+        const char *what;
+    } quoted[] = {
+        {13, 4, 1, "2^13 float32: one block"},
+        {14, 4, 16, "2^14 float32: 16 blocks"},
+        {16, 4, 64, "2^16 float32: 64 blocks"},
+        {18, 4, 0, "2^18 float32: gs_grid_for's"},
+        {20, 4, 0, "2^20 float32: gs_grid_for's"},
+        /* float64: whole trips from 2^19 (a block's trip per multiprocessor) up to L2's 2^22 */
+        {18, 8, 0, "2^18 float64: gs_grid_for's"},
+        {19, 8, 256, "2^19 float64: 256 blocks, one trip"},
+        {20, 8, 256, "2^20 float64: 256 blocks, two trips"},
+        {22, 8, 256, "2^22 float64: 256 blocks, eight trips"},
+        {23, 8, 0, "2^23 float64 (beyond L2): gs_grid_for's"},
+    };
     const unsigned int cap = gs_grid_cap(132, 3, GS_GRID_THREADS_PER_SM);
     const unsigned int dram = gs_grid_cap(132, 3, GS_GRID_THREADS_PER_SM_DRAM);
     const uint64_t l2 = gs_grid_l2_bytes(50 << 20);
-    CHECK(gs_grid_for_exact(1u << 13, 4, 132, l2, cap, dram) == 1, "2^13 float32: one block");
-    CHECK(gs_grid_for_exact(1u << 14, 4, 132, l2, cap, dram) == 16, "2^14 float32: 16 blocks");
-    CHECK(gs_grid_for_exact(1u << 16, 4, 132, l2, cap, dram) == 64, "2^16 float32: 64 blocks");
-    CHECK(gs_grid_for_exact(1u << 18, 4, 132, l2, cap, dram) == gs_grid_for(1u << 18, 4, l2, cap, dram),
-          "2^18 float32: gs_grid_for's");
-    /* float64: whole trips from 2^19 (a block's trip per multiprocessor) up to L2's 2^22 */
-    CHECK(gs_grid_for_exact(1u << 18, 8, 132, l2, cap, dram) == gs_grid_for(1u << 18, 8, l2, cap, dram),
-          "2^18 float64: gs_grid_for's");
-    CHECK(gs_grid_for_exact(1u << 19, 8, 132, l2, cap, dram) == 256, "2^19 float64: 256 blocks, one trip");
-    CHECK(gs_grid_for_exact(1u << 20, 8, 132, l2, cap, dram) == 256, "2^20 float64: 256 blocks, two trips");
-    CHECK(gs_grid_for_exact(1u << 22, 8, 132, l2, cap, dram) == 256, "2^22 float64: 256 blocks, eight trips");
-    CHECK(gs_grid_for_exact(1u << 23, 8, 132, l2, cap, dram) == gs_grid_for(1u << 23, 8, l2, cap, dram),
-          "2^23 float64 (beyond L2): gs_grid_for's");
-    CHECK(gs_grid_for_exact(1u << 20, 4, 132, l2, cap, dram) == gs_grid_for(1u << 20, 4, l2, cap, dram),
-          "2^20 float32: gs_grid_for's");
+    for (size_t i = 0; i < sizeof quoted / sizeof quoted[0]; i++) {
+        const uint64_t n = 1ull << quoted[i].lg;
+        const unsigned int want = quoted[i].want ? quoted[i].want : gs_grid_for(n, quoted[i].size, l2, cap, dram);
+        const unsigned int got = gs_grid_for_exact(n, quoted[i].size, 132, l2, cap, dram);
+        CHECK(got == want, "%s (grid %u, want %u)", quoted[i].what, got, want);
+    }
     printf("grid policies: %d checks, %d failed\n", g_checks, g_failures);
     return g_failures ? 1 : 0;
 }
