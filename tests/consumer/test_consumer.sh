@@ -120,11 +120,10 @@ if [ -x "$build/tools/gridsync" ]; then
         fail "no bash completion at $root/share/bash-completion/completions/gridsync"
 fi
 # Nothing else: no test programs, no fake driver, no static archives. (The Python package,
-# -Dpython, is its modules alone.)
-extra=$(find "$stage" -type f ! -name 'libgridsync.so.1.0.0' ! -name 'gridsync-*.so' ! -name '*.h' \
-        ! -name '*.cuh' ! -name gridsync.pc ! -path '*/bin/gridsync' ! -name gridsync.1 \
-        ! -path '*/cmake/gridsync/gridsyncConfig*.cmake' ! -path '*/share/bash-completion/completions/gridsync' \
-        ! -path '*/python3*/*-packages/gridsync/*.py')
+# -Dpython, is its modules alone, byte-compiled or not: installed_files.sh has the rules.)
+# shellcheck source=tests/consumer/installed_files.sh
+. "$src/tests/consumer/installed_files.sh"
+extra=$(stray_files "$stage")
 [ -z "$extra" ] || fail "unexpected files installed: $extra"
 
 # ---- 2. build with pkg-config only -----------------------------------------------------
