@@ -199,6 +199,29 @@ def library_path():
     return _lib_path
 
 
+class _DlInfo(ctypes.Structure):
+    _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p), ("dli_sname", ctypes.c_char_p),
+                ("dli_saddr", ctypes.c_void_p)]
+
+
+def library_file(lib):
+    """The path of the file `lib` was loaded from, as the dynamic linker says (dladdr of
+    gs_version), made absolute; the name it was loaded by when that fails."""
+    name = None
+    try:
+        dladdr = ctypes.CDLL(None).dladdr
+        dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)]
+        info = _DlInfo()
+        if dladdr(ctypes.cast(lib.gs_version, ctypes.c_void_p), ctypes.byref(info)) and info.dli_fname:
+            name = os.fsdecode(info.dli_fname)
+    except (AttributeError, OSError):
+        pass
+    name = name or _lib_path
+    # A path with a slash (GRIDSYNC_LIBRARY=build/core/...) is kept as given, relative to
+    # the directory the process was in when it loaded the library.
+    return os.path.abspath(name) if name and "/" in name else name
+
+
 def last_error_message(lib):
     m = lib.gs_last_error_message()
     return m.decode("utf-8", "replace") if m else ""

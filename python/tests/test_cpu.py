@@ -3,11 +3,15 @@ driver). Run: GRIDSYNC_LIBRARY=<build>/core/libgridsync.so.1 PYTHONPATH=python \
     python3 -m unittest discover -s python/tests -p 'test_cpu*.py'
 The library itself is needed (it is what the no-driver test talks to)."""
 
+import contextlib
 import ctypes
+import io
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import unittest
 from unittest import mock
 
@@ -440,6 +444,103 @@ class TestExact(unittest.TestCase):
             _core.exact_flags(Old(_lib.load()), DType.FLOAT64, Op.SUM)
 
 
+class _LibWith:
+    """The loaded library with some functions replaced (a driver's absence or a device
+    count, on any machine)."""
+
+    def __init__(self, lib, **replaced):
+        self._lib, self._replaced = lib, replaced
+
+    def __getattr__(self, name):
+        return self._replaced[name] if name in self._replaced else getattr(self._lib, name)
+
+
+class TestInfoWithoutDevice(unittest.TestCase):
+    """python -m gridsync info without a driver or a device prints what the command does:
+    the library's version and file, the backend directories and files, and a hint."""
+
+    def setUp(self):
+        from gridsync import __main__ as cli
+        self.cli = cli
+        self.lib = _lib.load()
+        self.tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.tmp)
+        # A backend directory with a file that is not a shared object and one that is no
+        # backend (the library itself under a backend's name).
+        with open(os.path.join(self.tmp, "gridsync-junk.so"), "w") as f:
+            f.write("not an ELF file\n")
+        shutil.copy(_lib.library_file(self.lib), os.path.join(self.tmp, "gridsync-notabackend.so"))
+        self.real_dir = os.environ.get("GRIDSYNC_BACKEND_PATH", "").split(":")[0]
+        self.absent = os.path.join(self.tmp, "absent")
+        path = ":".join(p for p in (self.tmp, self.absent, self.tmp, self.real_dir) if p)
+        patcher = mock.patch.dict(os.environ, {"GRIDSYNC_BACKEND_PATH": path})
+        patcher.start()
+        self.addCleanup(patcher.stop)
+
+    def run_info(self, **replaced):
+        out, err = io.StringIO(), io.StringIO()
+        with mock.patch.object(self.cli._lib, "load", return_value=_LibWith(self.lib, **replaced)), \
+                contextlib.redirect_stderr(err):
+            rc = self.cli.info(out=out)
+        return rc, out.getvalue(), err.getvalue()
+
+    def check_common(self, out):
+        libfile = _lib.library_file(self.lib)
+        self.assertTrue(os.path.isabs(libfile), libfile)
+        self.assertIn("gridsync %s (library, %s), Python package %s" % (gridsync.library_version(), libfile,
+                                                                       gridsync.__version__), out)
+        self.assertIn("GRIDSYNC_BACKEND_PATH=" + os.environ["GRIDSYNC_BACKEND_PATH"], out)
+        lines = out.splitlines()
+        dirs = lines[lines.index("backend directories, in search order:") + 1:lines.index("backend files:")]
+        want = ["  %s (GRIDSYNC_BACKEND_PATH)" % self.tmp, "  %s (GRIDSYNC_BACKEND_PATH): absent" % self.absent]
+        self.assertEqual(dirs[:2], want)  # the repeated directory once
+        self.assertIn("  %s (next to libgridsync)" % os.path.join(os.path.dirname(libfile), "gridsync"),
+                      [d.replace(": absent", "") for d in dirs])
+        junk = os.path.join(self.tmp, "gridsync-junk.so")
+        self.assertRegex(out, r"\n  %s: rejected: cannot load: " % re.escape(junk))
+        self.assertIn("\n  %s: rejected: not a gridsync backend: no symbol gridsync_backend_entry_v1\n"
+                      % os.path.join(self.tmp, "gridsync-notabackend.so"), out)
+        real = os.path.join(self.real_dir, "gridsync-cuda_sm20.so") if self.real_dir else ""
+        if real and os.path.exists(real):  # the build tree's backends (meson test)
+            self.assertIn("\n  %s: cuda_sm20\n" % real, out)
+
+    def test_no_driver(self):
+        message = b"no CUDA driver: dlopen(libcuda.so.1) failed (the test's stand-in)"
+        rc, out, err = self.run_info(gs_driver_version=lambda p: _lib.Status.ERROR_NO_DRIVER,
+                                     gs_last_error_message=lambda: message)
+        self.assertEqual(rc, 3, err)
+        self.assertEqual(err, "gridsync: no CUDA driver: dlopen(libcuda.so.1) failed (the test's stand-in)\n")
+        self.check_common(out)
+        self.assertNotIn("CUDA driver ", out)
+        self.assertTrue(out.endswith("hint: %s\n" % self.cli.HINT_NO_DRIVER), out)
+        self.assertIn("libcuda.so.1", self.cli.HINT_NO_DRIVER)
+
+    def test_no_device(self):
+        def version(p):
+            p._obj.value = 12080
+            return 0
+
+        def count(p):
+            p._obj.value = 0
+            return 0
+
+        rc, out, err = self.run_info(gs_driver_version=version, gs_device_count=count)
+        self.assertEqual(rc, 4, err)
+        self.assertEqual(err, "gridsync: no CUDA device: the CUDA driver (version 12.8) sees none\n")
+        self.check_common(out)
+        self.assertIn("\nCUDA driver 12.8 (12080)\n", out)
+        self.assertTrue(out.endswith("hint: %s\n" % self.cli.HINT_NO_DEVICE), out)
+
+    def test_hints_match_the_command(self):
+        path = os.path.join(SRC, "tools", "info.c")
+        if not os.path.exists(path):
+            self.skipTest("not in a source tree")
+        with open(path) as f:
+            c_text = re.sub(r'"\s*"', "", re.sub(r"\s+", " ", f.read()))  # C's adjacent strings joined
+        for hint in (self.cli.HINT_NO_DRIVER, self.cli.HINT_NO_DEVICE, self.cli.HINT_NO_BACKENDS):
+            self.assertIn(hint, c_text)
+
+
 @unittest.skipIf(have_driver(), "a CUDA driver is installed: the no-driver path cannot be seen here")
 class TestNoDriver(unittest.TestCase):
     def check_no_driver(self, cm, function):
@@ -483,6 +584,10 @@ class TestNoDriver(unittest.TestCase):
         p = subprocess.run([sys.executable, "-m", "gridsync", "info"], env=env, capture_output=True, text=True)
         self.assertEqual(p.returncode, 3, p.stderr)
         self.assertIn("gridsync: no CUDA driver:", p.stderr)
+        self.assertIn("gridsync %s (library, " % gridsync.library_version(), p.stdout)
+        self.assertIn("\nbackend directories, in search order:\n", p.stdout)
+        self.assertIn("\nbackend files:\n", p.stdout)
+        self.assertIn("\nhint: gridsync needs the NVIDIA driver's libcuda.so.1", p.stdout)
         p = subprocess.run([sys.executable, "-m", "gridsync", "bogus"], env=env, capture_output=True, text=True)
         self.assertEqual(p.returncode, 2)
 
