@@ -18,7 +18,7 @@
 
 #include "bench_common.cuh"
 #include "launch_timer.cuh"
-#include "grid_policy.h"
+#include "dispatch/grid.h"
 #include "tune_cases.cuh"
 
 static const Case kCases[] = {

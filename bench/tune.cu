@@ -1,7 +1,7 @@
 /*
  * gridsync-tune: times a backend's gs_reduce kernels directly (no API, no CUB) at every
  * grid size worth trying, for choosing the backend's launch policy
- * (backends/common/grid_policy.h). Not part of the library's build: bench/tune.sh
+ * (backends/common/dispatch/grid.h). Not part of the library's build: bench/tune.sh
  * compiles it once per policy variant (threads per block, loads in flight, backend), each variant a
  * separate program with the backend's kernels.cu compiled in.
  *
@@ -9,7 +9,7 @@
  * n and grid size, one checked launch and 7 runs of 20 back-to-back launches timed with
  * CUDA events (median per launch). Prints CSV on stdout:
  *   variant,kernel,n,log2n,grid,blocks_per_sm,is_default,time_us,check
- * where is_default marks the grid the backends would choose (grid_policy.h); with
+ * where is_default marks the grid the backends would choose (dispatch/grid.h); with
  * --default-grid, only that grid is run (for profiling one launch of it). With --queued,
  * each run of 20 waits behind a kernel that spins for 200 us, so all 20 launches are
  * queued before the first starts: the time per launch is the GPU's alone, where a small
@@ -25,7 +25,7 @@
 
 #include "bench_common.cuh"
 #include "launch_timer.cuh"
-#include "grid_policy.h"
+#include "dispatch/grid.h"
 #include "tune_cases.cuh"
 
 #include <array>

@@ -35,9 +35,10 @@ build() {
     '') ;;
     *) define=("-D$extra=1") ;;
     esac
-    # $backends first (an -old variant's kernels), then the current grid_policy.h
+    # $backends first (an -old variant's kernels), then the current dispatch/grid.h
+    [ "$backend" = cuda_sm11_compat ] && define+=(-DGS_BACKEND_COMPAT=1)
     nvcc -std=c++17 -O3 -lineinfo -arch=sm_$arch -I "$backends/common" -I "$root/backends/common" \
-        -I "$root/api" -I "$backends" -I "$here" -I "$root/hostref" -I "$root/internal" \
+        -I "$root/api" -I "$backends" -I "$backends/$backend" -I "$here" -I "$root/hostref" -I "$root/internal" \
         "-DTUNE_KERNELS=\"$backend/kernels.cu\"" "-DTUNE_VARIANT=\"$v\"" \
         -DGS_BACKEND_BLOCK="$threads" -DGS_BACKEND_ITEMS="$loads" "${define[@]}" \
         -o "$out/$prog-$v" "$here/$prog.cu" "$root/hostref/values.c" "$root/hostref/reduce.c"

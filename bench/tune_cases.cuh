@@ -2,12 +2,12 @@
  * The kernels' cases of the launch-policy programs (tune.cu, placement.cu): a kernel with
  * its element type and the reference it is checked against; random input, host
  * references for the power-of-two prefixes of it, the check of one result, and the grid
- * the backends would launch (grid_policy.h), the device, one checked launch. Include after the backend's kernels.cu and
+ * the backends would launch (dispatch/grid.h), the device, one checked launch. Include after the backend's kernels.cu and
  * bench_common.cuh; each program lists its own cases with TUNE_CASE.
  */
 #pragma once
 
-#include "grid_policy.h"
+#include "dispatch/grid.h"
 #include "hostref.h"
 
 #include <cuda_fp16.h>
@@ -101,7 +101,7 @@ static void fill(const Case &c, std::vector<unsigned char> &h, uint64_t n, std::
 }
 
 /* Device 0, as the programs measure it: its properties, multiprocessors and the L2 size
- * grid_policy.h counts with. No device: "<prefix>no CUDA device ..." and exit 77. */
+ * dispatch/grid.h counts with. No device: "<prefix>no CUDA device ..." and exit 77. */
 struct TuneDevice {
     cudaDeviceProp prop;
     unsigned int sms;
@@ -144,7 +144,7 @@ template <typename Body> static int tune_run(const char *prog, Body body)
     }
 }
 
-/* The grid gs_reduce would launch for n elements of c's kernel: grid_policy.h with
+/* The grid gs_reduce would launch for n elements of c's kernel: dispatch/grid.h with
  * per_sm resident blocks on each of sms multiprocessors. */
 static unsigned int policy_grid(const Case &c, uint64_t n, unsigned int sms, int per_sm, uint64_t l2_bytes)
 {

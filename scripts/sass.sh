@@ -42,8 +42,10 @@ nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 tmp=$(mktemp -d /tmp/gridsync-sass.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 mod_def=GS_BUILD_$(echo "$module" | tr '[:lower:]' '[:upper:]')
-set -- -cubin -std=c++17 -O3 --extended-lambda -I "$root/backends/common" -I "$root/api" \
-    -DGS_BACKEND_BLOCK=256 -DGS_BACKEND_ITEMS=4 "-D$mod_def" --diag-suppress=177 "-arch=sm_$arch"
+compat=
+[ "$backend" = cuda_sm11_compat ] && compat=-DGS_BACKEND_COMPAT=1
+set -- -cubin -std=c++17 -O3 --extended-lambda -I "$root/backends/common" -I "$root/backends/$backend" \
+    -I "$root/api" $compat "-D$mod_def" --diag-suppress=177 "-arch=sm_$arch"
 if [ "$ptxas" = 1 ]; then
     "$nvcc" "$@" -Xptxas -v -o "$tmp/k.cubin" "$root/backends/$backend/kernels.cu"
     exit 0

@@ -16,18 +16,12 @@
 #include "cuda_status.h"
 #include "dtype.h"
 #include "gridsync_backend.h"
-#include "grid_policy.h"
-#include "kernel_list.h"
+#include "dispatch/grid.h"
+#include "dispatch/kernel_list.h"
 #include "modules.h"
 
 #ifndef GS_BACKEND_NAME
 #  error "GS_BACKEND_NAME must be defined"
-#endif
-#ifndef GS_BACKEND_BLOCK
-#  error "GS_BACKEND_BLOCK (threads per block of the kernels) must be defined"
-#endif
-#ifndef GS_BACKEND_ITEMS
-#  error "GS_BACKEND_ITEMS (16-byte vectors per thread per loop trip) must be defined"
 #endif
 
 #define GS_EXPORT __attribute__((visibility("default")))

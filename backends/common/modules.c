@@ -11,7 +11,7 @@
 
 #include "cuda_status.h"
 #include "dtype.h"
-#include "grid_policy.h"
+#include "dispatch/grid.h"
 
 /* The fatbins, embedded by embed_fatbin.py's assembly. */
 extern const unsigned char gs_fatbin_reduce[];

@@ -26,7 +26,8 @@
 #include <stdint.h>
 
 #include "gridsync_backend.h"
-#include "kernel_list.h"
+#include "dispatch/kernel_list.h"
+#include "workspace.h"
 
 #define GS_COUNT_KERNEL(dt, op, o) +1
 #define GS_COUNT_EXACT(dt) +1

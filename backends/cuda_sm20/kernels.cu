@@ -2,7 +2,8 @@
  * later generations' features where they help: warp shuffles for the block reduction and
  * read-only-path loads for the input. */
 #include "gridsync_device.cuh"
-#include "reduce.cuh"
+#include "thread/ops.cuh"
+#include "tuning.h"
 
 namespace {
 
@@ -17,23 +18,11 @@ namespace {
 #endif
 
 struct PolicySm20 {
-    static const int kBlock = GS_BACKEND_BLOCK;
+    static const int kBlock = GS_BACKEND_BLOCK; /* tuning.h */
     static const int kUnroll = GS_BACKEND_ITEMS;
     static const int kWarps = kBlock / 32;
-    /* No minimum of resident blocks in the kernels' launch bounds: ptxas's own register
-     * choice (cuda_sm11_compat explains why it sets one). */
-    static const int kMinBlocks = 0;
-    /* the backend's name in timeline.cuh's reports: cuda_sm<kTimelineSm> */
-    static const int kTimelineSm = 20;
-    /* The segmented kernels (kernels.cuh) at 4 blocks of 256 (64 registers), but
-     * ARGMIN/ARGMAX as ptxas chooses (at 4 blocks int8's spilled 62 bytes). Left to itself,
-     * ptxas gave float32's kernels 66 .. 72 registers and the multiprocessor 3 blocks; with
-     * the bound the benchmark's float32 layouts ran 9 .. 12 % faster on an H100. Since a
-     * chunk's span is kept in shared memory (segmented.cuh) the other types gain from it
-     * too: int32 SUM 6 %, float64's exact sum 14 %; int64 SUM lost 5 .. 8 %
-     * (bench/HISTORY.md). */
-    static const int kSegMinBlocks = 4;
-    static const int kSegMinBlocksArg = 0;
+    /* warp shuffles and votes: the block layer's warp algorithms (block/checked.cuh) */
+    static const bool kWarpShuffles = true;
 
     /* One slot per warp; written by lane 0 of each warp, read by warp 0 after the barrier. */
     template <typename Acc> struct Scratch {
@@ -110,96 +99,8 @@ struct PolicySm20 {
         return v;
     }
 
-    /* The exact sums' checked folds (exact_grid.cuh): the block's values added with
-     * Chk::add, which clears ok when its addition is not exact; the sum comes back in
-     * every thread, with ok set when every addition was (a value that came in not ok
-     * enters as Chk::lost_acc(), whose additions fail). Warp 0 alone adds: each lane
-     * kBlock / 32 values from shared memory, pairwise, then the lanes with shuffles,
-     * each lane keeping its own tests (those of the lanes whose sums reach lane 0, lane <
-     * off at each level) until a vote, so a level waits for its addition, not for the test
-     * beside it. Every warp running a shuffle tree with its flag shuffled beside the value
-     * (block_reduce's way, its second stage in every warp) took more instructions, which
-     * the blocks' ends, up to three to a multiprocessor, wait to issue: on an H200
-     * (queued, bench/HISTORY.md) the exact sums took 0.1 .. 0.5 us more per call up to
-     * 2^18 elements, 0.4 .. 0.95 us more at 2^20 .. 2^22. Every thread; holds barriers;
-     * reads s until it returns. */
-    template <typename V> using CheckedScratch = gs::CheckedScratch<kBlock, V>;
-    /* Warp 0's part: lane values w (kBlock / 32 each) added pairwise, then over the lanes;
-     * the sum in lane 0, and whether it is exact, in every lane. */
-    template <typename Chk, int kPer>
-    static __device__ __forceinline__ typename Chk::Acc warp_sum_checked(typename Chk::Acc (&w)[kPer], bool &ok)
-    {
-        const unsigned int lane = threadIdx.x & 31;
-        bool mine = true;
-#pragma unroll
-        for (int h = 1; h < kPer; h *= 2)
-#pragma unroll
-            for (int k = 0; k + h < kPer; k += 2 * h)
-                w[k] = Chk::add(w[k], w[k + h], mine);
-        typename Chk::Acc v = w[0];
-        __syncwarp(); /* converged: the shuffles' fast path (no BRA.DIV detour) */
-#pragma unroll
-        for (int off = 16; off > 0; off >>= 1) {
-            bool e = true;
-            v = Chk::add(v, shfl_down(v, off), e);
-            mine &= e | (lane >= (unsigned int)off);
-        }
-        ok = __all_sync(0xffffffffu, mine);
-        return v;
-    }
-    template <typename Chk, typename V>
-    static __device__ __forceinline__ V block_reduce_checked(V v, bool &ok, CheckedScratch<V> &s)
-    {
-        const int kPer = kBlock / 32;
-        static_assert(kBlock % 32 == 0, "whole warps");
-        const unsigned int t = threadIdx.x;
-        s.v[t] = ok ? v : Chk::lost_acc();
-        __syncthreads();
-        if (t < 32) {
-            V w[kPer];
-#pragma unroll
-            for (int k = 0; k < kPer; k++)
-                w[k] = s.v[t + 32 * k];
-            bool mine;
-            v = warp_sum_checked<Chk>(w, mine);
-            if (t == 0) {
-                s.sum = v;
-                s.ok = mine;
-            }
-        }
-        return s.take(ok);
-    }
-    /* The same for two-double values (Chk's, ExactDd) whose sum one double (Chk1's) may
-     * hold: tried in one double first (each value Chk1::of_dd), then, if that was not
-     * exact, in two, by warp 0 from the values it already holds: no second pass through
-     * shared memory and its barriers (float32's partials of uniform data at 2^20 need
-     * two doubles). s: an ExactScratch, whose dd this uses. */
-    template <typename Chk1, typename Chk, typename S>
-    static __device__ __forceinline__ typename Chk::Acc block_reduce_checked2(typename Chk::Acc v, bool &ok, S &s)
-    {
-        const int kPer = kBlock / 32;
-        const unsigned int t = threadIdx.x;
-        s.dd.v[t] = ok ? v : Chk::lost_acc();
-        __syncthreads();
-        if (t < 32) {
-            typename Chk::Acc w[kPer];
-            typename Chk1::Acc x[kPer];
-#pragma unroll
-            for (int k = 0; k < kPer; k++) {
-                w[k] = s.dd.v[t + 32 * k];
-                x[k] = Chk1::of_dd(w[k]);
-            }
-            bool mine;
-            v = Chk1::to_dd(warp_sum_checked<Chk1>(x, mine));
-            if (!mine)
-                v = warp_sum_checked<Chk>(w, mine);
-            if (t == 0) {
-                s.dd.sum = v;
-                s.dd.ok = mine;
-            }
-        }
-        return s.dd.take(ok);
-    }
+    static __device__ __forceinline__ void warp_sync() { __syncwarp(); }
+    static __device__ __forceinline__ bool warp_all(bool p) { return __all_sync(0xffffffffu, p); }
 
     /* Segmented reduction: a warp works on one medium segment, reduced with shuffles (the
      * result in lane 0); no barrier, so warps of a block may loop independently. */
@@ -252,4 +153,4 @@ struct PolicySm20 {
 } // namespace
 
 #define GS_POLICY PolicySm20
-#include "kernels.cuh"
+#include "dispatch/kernels.cuh"

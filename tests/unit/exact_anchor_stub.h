@@ -1,3 +1,3 @@
 /* Stand-in, in the build directory, for an exact-sum header that backends/common/
- * exact_anchor.cuh includes (test_exact_anchor.cpp defines what it takes from it). */
+ * exact/anchor.cuh includes (test_exact_anchor.cpp defines what it takes from it). */
 #pragma once

@@ -1,5 +1,5 @@
 /*
- * The ARGMIN/ARGMAX keys of backends/common/ops.cuh, on the CPU: for float32, int32,
+ * The ARGMIN/ARGMAX keys of backends/common/thread/ops.cuh, on the CPU: for float32, int32,
  * uint32 (one-word keys; every smaller type widens to one of them), float64, int64 and
  * uint64 (two-word keys), both directions, and pairs of (value, index) drawn from the
  * values that decide ties and NaNs (signed zeros, infinities, NaNs of either sign and
@@ -10,7 +10,7 @@
  * that doing so cannot change an answer. Prints one line per type and direction; exit
  * status 1 if any pair disagrees (the first one of each is printed).
  */
-#include "ops.cuh"
+#include "thread/ops.cuh"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /*
- * float32's and float64's fixed point (backends/common/exact_anchor.cuh) on the CPU: the
+ * float32's and float64's fixed point (backends/common/exact/anchor.cuh) on the CPU: the
  * header's own code, compiled by the host's C++ compiler with stand-ins for the CUDA
  * intrinsics it uses (IEEE double additions rounded to nearest, bit moves) and for what it
  * takes from the other exact headers (TwoSum; the spill terms, the long accumulator and
@@ -98,7 +98,7 @@ template <typename T> void exact_slow(T x, ExactShared &acc, bool &sign_clear)
 }
 } // namespace gs
 
-#include "exact_anchor.cuh" /* the copy beside the stand-ins (tests/unit/meson.build) */
+#include "anchor.cuh" /* the copy beside the stand-ins (tests/unit/meson.build) */
 
 using namespace gs;
 

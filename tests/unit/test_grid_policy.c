@@ -1,7 +1,7 @@
 /*
- * unit suite: the launch policies of backends/common/grid_policy.h, the host functions that
+ * unit suite: the launch policies of backends/common/dispatch/grid.h, the host functions that
  * size gs_reduce's grid (gs_grid_for) and the exact sums' (gs_grid_for_exact), for the
- * backends' block of 256 threads and 4 loads in flight. What the kernels rely on and the
+ * launch shape of backends/common/tuning.h. What the kernels rely on and the
  * policies' comments promise, over every element size and a sweep of n and devices:
  *  - at least one block, at most max_blocks (the workspace holds GS_MAX_BLOCKS partials);
  *  - gs_grid_for: one block while a block's first trip covers the input;
@@ -14,9 +14,7 @@
  */
 #include <inttypes.h>
 
-#define GS_BACKEND_BLOCK 256
-#define GS_BACKEND_ITEMS 4
-#include "grid_policy.h"
+#include "dispatch/grid.h"
 
 static int g_failures, g_checks; /* checks.h's counters */
 #include "checks.h" /* CHECK: tests/gpu's, no CUDA header */

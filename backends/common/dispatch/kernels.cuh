@@ -14,11 +14,15 @@
     1
 #  error "define one of GS_BUILD_REDUCE, GS_BUILD_REDUCE_FLOAT, GS_BUILD_REDUCE_INT, GS_BUILD_SEGMENTED, GS_BUILD_EXACT"
 #endif
+#include "agent/reduce.cuh"
+#include "dispatch/kernel_list.h"
+#include "tuning.h"
+#include "workspace.h"
 #ifdef GS_BUILD_EXACT
-#  include "seg_exact.cuh"
+#  include "agent/seg_exact.cuh"
 #endif
 #ifdef GS_BUILD_SEGMENTED
-#  include "segmented.cuh"
+#  include "agent/segmented.cuh"
 #endif
 
 #define GS_TYPE_i8 int8_t
@@ -67,7 +71,7 @@ template <typename T, typename Out> struct GsBounded<gs::OpSum<T, Out> > { stati
 template <typename T, typename Out> struct GsBounded<gs::OpProd<T, Out> > { static const bool value = true; };
 template <typename Op> struct GsMinBlocks {
     static const int kFit = GS_ARCH_SM_THREADS / GS_POLICY::kBlock;
-    static const int kWant = GsBounded<Op>::value ? GS_POLICY::kMinBlocks : 0;
+    static const int kWant = GsBounded<Op>::value ? GS_REDUCE_MIN_BLOCKS : 0;
     static const int value = kWant < kFit ? kWant : kFit;
 };
 
@@ -111,7 +115,7 @@ GS_KERNELS(GS_REDUCE_PICK)
  * (the exact sums too). */
 template <typename Op> struct GsSegMinBlocks {
     static const int kFit = GS_ARCH_SM_THREADS / GS_POLICY::kBlock;
-    static const int kWant = gs::IsArg<Op>::value ? GS_POLICY::kSegMinBlocksArg : GS_POLICY::kSegMinBlocks;
+    static const int kWant = gs::IsArg<Op>::value ? GS_SEG_MIN_BLOCKS_ARG : GS_SEG_MIN_BLOCKS;
     static const int value = kWant < kFit ? kWant : kFit;
 };
 
@@ -140,7 +144,7 @@ GS_SEG_KERNELS(GS_DEFINE_SEG_KERNEL)
  * rounded sum, 1: the gs_exact_acc) as arguments. */
 template <typename T> struct GsExactMinBlocks {
     static const int kFit = GS_ARCH_SM_THREADS / GS_POLICY::kBlock;
-    static const int value = gs::ExactIn<T>::kMinBlocks < kFit ? gs::ExactIn<T>::kMinBlocks : kFit;
+    static const int value = GS_EXACT_MIN_BLOCKS < kFit ? GS_EXACT_MIN_BLOCKS : kFit;
 };
 #define GS_DEFINE_EXACT_KERNEL(dt)                                                                     \
     extern "C" __global__ void __launch_bounds__(GS_POLICY::kBlock, GsExactMinBlocks<GS_TYPE_##dt>::value) \

@@ -55,37 +55,4 @@
  * host launches at least n / GS_EXACT_BLOCK_ELEMENTS blocks. */
 #define GS_EXACT_BLOCK_ELEMENTS (1ull << 28)
 
-/* Workspace layout (bytes), one per stream: gs_reduce's ticket counter at 0 and its
- * per-block partials from GS_PARTIALS_OFFSET (room for GS_MAX_BLOCKS partials of up to
- * 16 bytes); the segmented reduction's work queue at GS_SEG_QUEUE_OFFSET, its chunk
- * slots from GS_PARTIALS_OFFSET (scratch, like the partials) and its chunk counters at
- * the very end (backends/common/segmented.cuh). */
-#define GS_PARTIALS_OFFSET 256
-#define GS_MAX_PARTIAL_BYTES 16
-#define GS_MAX_BLOCKS 2048
-#define GS_SEG_QUEUE_OFFSET 16
-#define GS_WORKSPACE_BYTES 65536
-
-/* Segmented reduction: bytes of one chunk slot, 16 when wide (ARGMIN/ARGMAX accumulators
- * are a value and an int64 index, float64's exact sums two doubles), else 8; the chunk
- * counters, at a fixed place for every op (a later
- * launch's slots must never land on counters that must stay zero), clear of gs_reduce's
- * partials; and the most chunks whose two slots each fit between the two. */
-#define GS_SEG_SLOT_BYTES(wide) ((wide) ? 16u : 8u)
-#define GS_SEG_COUNTERS 3264u
-#define GS_SEG_COUNTERS_OFFSET (GS_WORKSPACE_BYTES - 4u * GS_SEG_COUNTERS)
-#define GS_SEG_MAX_CHUNKS(wide) ((GS_SEG_COUNTERS_OFFSET - GS_PARTIALS_OFFSET) / (2u * GS_SEG_SLOT_BYTES(wide)))
-#if GS_SEG_COUNTERS_OFFSET < GS_PARTIALS_OFFSET + GS_MAX_BLOCKS * GS_MAX_PARTIAL_BYTES
-#  error "segmented-reduction counters overlap gs_reduce's partials"
-#endif
-/* The exact sums' launch accumulator (GS_EXACT_COPIES gs_exact_acc's of 608 bytes) lies in
- * the segmented counters' region, which every kernel leaves zero (exact.cuh). */
-#define GS_EXACT_COPIES 8
-#if GS_SEG_COUNTERS_OFFSET % 8 != 0 || GS_SEG_COUNTERS_OFFSET + GS_EXACT_COPIES * 608 > GS_WORKSPACE_BYTES
-#  error "the exact accumulator does not fit in the workspace"
-#endif
-#if GS_SEG_MAX_CHUNKS(0) > GS_SEG_COUNTERS
-#  error "more segmented-reduction chunks than counters"
-#endif
-
 #endif

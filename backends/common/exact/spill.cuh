@@ -5,8 +5,8 @@
  */
 #pragma once
 
-#include "exact_acc.cuh"
-#include "exact_ops.cuh"
+#include "acc.cuh"
+#include "ops.cuh"
 
 namespace gs {
 

@@ -29,8 +29,8 @@
  */
 #pragma once
 
-#include "exact.cuh"
-#include "segmented.cuh"
+#include "agent/exact.cuh"
+#include "agent/segmented.cuh"
 
 namespace gs {
 

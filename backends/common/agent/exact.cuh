@@ -50,11 +50,11 @@
  */
 #pragma once
 
-#include "exact_acc.cuh"
-#include "exact_anchor.cuh"
-#include "exact_grid.cuh"
-#include "exact_spill.cuh"
-#include "reduce.cuh"
+#include "exact/acc.cuh"
+#include "exact/anchor.cuh"
+#include "exact/grid.cuh"
+#include "exact/spill.cuh"
+#include "block/load.cuh"
 
 namespace gs {
 
@@ -78,7 +78,6 @@ template <typename T> struct ExactIn;
         static const int K = K_;                                                   \
         static const bool kSpillFast = SF;                                         \
         static const uint32_t kSign = Sign;                                        \
-        static const int kMinBlocks = 3;                                           \
     };
 GS_EXACT_IN(float, double, 2, true, 0x80000000u)
 GS_EXACT_IN(double, double, 2, false, 0x80000000u)
@@ -227,12 +226,12 @@ __device__ __forceinline__ typename OpExactTree<Chk>::Acc exact_checked_of(const
  * barriers; reads s until it returns (a barrier before s is written again). */
 template <typename Policy, typename Chk, typename T, typename F, int K, int kU>
 __device__ __forceinline__ bool exact_block_try(const F (&a)[kU][K], const F *spill,
-                                                typename Policy::template CheckedScratch<typename Chk::Acc> &s,
+                                                CheckedScratch<Policy::kBlock, typename Chk::Acc> &s,
                                                 const ExactShared &acc, ExactDd &v)
 {
     const typename OpExactTree<Chk>::Acc mine = exact_checked_of<Chk, T, F, K, kU>(a, spill, Policy::kBlock);
     bool ok = mine.ok != 0;
-    v = Chk::to_dd(Policy::template block_reduce_checked<Chk>(mine.v, ok, s));
+    v = Chk::to_dd(block_reduce_checked<Policy, Chk>(mine.v, ok, s));
     /* after the block reduction's barriers, which every thread reached after its last
      * flush: acc.dirty is final (only a block that is not fast, as every thread then
      * knows, flushes again) */
@@ -373,7 +372,6 @@ __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t 
     __shared__ ExactShared acc;
     __shared__ F tree[K][Policy::kBlock];
     __shared__ F spill[2][Policy::kBlock];
-    timeline_stamp(0); /* timeline.cuh's hooks: empty without GS_TIMELINE */
     const unsigned int t = threadIdx.x;
     spill[0][t] = spill[1][t] = F(0);
     const ExactSpill<F> sp = {&spill[0][t], Policy::kBlock};
@@ -465,7 +463,6 @@ __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t 
      * float64), else in two: the block's sum is v. Whether anything went into the limbs
      * (acc.dirty) is read after the first try's barriers, not behind one of its own; a
      * dirty block's tries are wasted work, but such blocks are rare. */
-    timeline_stamp(1);
     __shared__ ExactScratch<Policy> scratch;
     ExactDd v = {-0.0, 0.0};
     bool fast = false;
@@ -481,7 +478,6 @@ __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t 
     } else {
         __syncthreads(); /* every flush and sign_clear before the merge and the finish */
     }
-    timeline_stamp(2);
     if (!fast) {
         exact_block_merge<Policy, F, K, kRows>(acc, a, spill, tree);
     } else if (gridDim.x == 1) { /* one block, fast: no partials, no ticket, no call */

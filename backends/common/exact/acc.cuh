@@ -8,8 +8,9 @@
 
 #include <stdint.h>
 
-#include "kernel_list.h"
-#include "../../internal/exact_format.h"
+#include "dispatch/kernel_list.h"
+#include "workspace.h"
+#include "../../../internal/exact_format.h"
 
 namespace gs {
 
@@ -82,12 +83,6 @@ __device__ __forceinline__ void exact_zero(ExactShared &acc)
     }
     __syncthreads();
 }
-
-/* The launch's accumulator in the workspace: GS_EXACT_COPIES gs_exact_acc's (block b adds
- * to copy b % GS_EXACT_COPIES, the last block sums them), inside the segmented reduction's
- * counter region: every kernel leaves that region zero. Copies spread the blocks' atomics,
- * which would otherwise all meet on the same few limbs in L2. */
-#define GS_EXACT_ACC_OFFSET GS_SEG_COUNTERS_OFFSET
 
 /* The rounding of a nonzero magnitude (its top digits m0 .. m3, the highest h) by one
  * thread, not inlined: its digit loops would otherwise weigh on the registers of the whole

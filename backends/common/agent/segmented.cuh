@@ -45,7 +45,9 @@
  */
 #pragma once
 
-#include "reduce.cuh"
+#include "block/load.cuh"
+#include "gridsync_device.cuh"
+#include "workspace.h"
 
 namespace gs {
 
@@ -216,6 +218,7 @@ __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restri
     const int kGroups = Policy::kBlock / Policy::kGroup;
     static_assert(Policy::kGroup < Policy::kBlock, "groups are smaller than the block");
 
+    static_assert(sizeof(gs_work_queue) <= GS_SEG_QUEUE_BYTES, "the queue fits its region");
     gs_work_queue *queue = (gs_work_queue *)(workspace + GS_SEG_QUEUE_OFFSET);
     Acc *slots_a = (Acc *)(workspace + GS_PARTIALS_OFFSET);
     Acc *slots_b = (Acc *)(workspace + GS_PARTIALS_OFFSET + (uint64_t)kSlot * nchunks);

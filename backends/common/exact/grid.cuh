@@ -19,17 +19,18 @@
  */
 #pragma once
 
-#include "exact_acc.cuh"
-#include "exact_ops.cuh"
+#include "block/checked.cuh"
+#include "gridsync_device.cuh"
+#include "workspace.h"
+
+#include "acc.cuh"
+#include "ops.cuh"
 
 namespace gs {
 
 /* The checked block reductions' shared memory (block_reduce_checked), for one double or
  * for two, used one after the other. */
-template <typename Policy> union ExactScratch {
-    typename Policy::template CheckedScratch<double> d;
-    typename Policy::template CheckedScratch<ExactDd> dd;
-};
+template <typename Policy> using ExactScratch = CheckedScratch2<Policy::kBlock, ExactDd>;
 
 /* The fast path's result: the exact sum v (of n elements) rounded once to out_dtype (for
  * the narrower types through hi + lo rounded to odd, which makes the second rounding the
@@ -69,9 +70,9 @@ __device__ __forceinline__ ExactDd exact_fold_partials(const ExactDd (&p)[kMax],
             w = Tree::combine(w, Tree::of(Chk::lost(p[k]) ? Chk::identity() : p[k]));
     ok = w.ok != 0;
     if constexpr (sizeof(T) < 8)
-        return Policy::template block_reduce_checked2<OpCheckedSum<T>, Chk>(w.v, ok, s);
+        return block_reduce_checked2<Policy, OpCheckedSum<T>, Chk>(w.v, ok, s);
     else
-        return Policy::template block_reduce_checked<Chk>(w.v, ok, s.dd);
+        return block_reduce_checked<Policy, Chk>(w.v, ok, s.dd);
 }
 
 /* Every thread's expansion e (J terms) merged in a shared-memory tree whose rows row(j)
@@ -279,7 +280,6 @@ __device__ __forceinline__ void exact_grid_finish(ExactShared &acc, bool fast, E
         exact_block_to_launch<Policy>(acc, workspace);
     unsigned int *counter = (unsigned int *)workspace;
     const bool last = Policy::last_arrival(counter, gridDim.x);
-    timeline_stamp(3);
     if (!last)
         return;
 
@@ -299,13 +299,11 @@ __device__ __forceinline__ void exact_grid_finish(ExactShared &acc, bool fast, E
     bool ok;
     const C w = exact_fold_partials<Policy, T>(p, ok, s);
     const bool all_lost = !ok; /* the same in every thread */
-    timeline_stamp(4);
     if (!slow && !all_lost) {
         if (t == 0) {
             exact_write_checked<T>(w, n, out, out_dtype);
             gs_reset_counter(counter);
         }
-        timeline_report<Policy, true, T>();
         return;
     }
     exact_last_slow<Policy, T>(acc, all_lost, w, n, out, workspace, out_dtype, mode);

@@ -48,9 +48,9 @@
  */
 #pragma once
 
-#include "exact_acc.cuh"
-#include "exact_ops.cuh"
-#include "exact_spill.cuh"
+#include "acc.cuh"
+#include "ops.cuh"
+#include "spill.cuh"
 
 namespace gs {
 

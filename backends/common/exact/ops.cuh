@@ -14,8 +14,8 @@
  */
 #pragma once
 
-#include "exact_acc.cuh"
-#include "reduce.cuh"
+#include "acc.cuh"
+#include "thread/ops.cuh"
 
 namespace gs {
 

@@ -1,0 +1,65 @@
+/*
+ * The per-stream workspace, one region per feature, declared here and nowhere else. The
+ * core allocates GS_WORKSPACE_BYTES per stream, zeroed once; every kernel leaves the
+ * regions that must stay zero (the ticket, the work queue, the zero-state region) as it
+ * found them, so no launch needs a memset. Launches on one stream are
+ * ordered, so features may share a scratch region; launches on two streams never share a
+ * workspace. C and C++ (backend.c sizes launches with it; the kernels address it).
+ */
+#ifndef GS_WORKSPACE_H
+#define GS_WORKSPACE_H
+
+#include "gridsync.h" /* gs_exact_acc */
+
+#ifdef __cplusplus
+#  define GS_WS_ASSERT(c, m) static_assert(c, m)
+#else
+#  define GS_WS_ASSERT(c, m) _Static_assert(c, m)
+#endif
+
+/* the most a backend may ask for (core/context.c refuses more; docs/ABI.md) */
+#define GS_WORKSPACE_LIMIT (64u * 1024u)
+
+/* gs_reduce's and the exact sums' ticket counter (an unsigned int at 0). */
+#define GS_TICKET_OFFSET 0
+
+/* The segmented reduction's work queue (a gs_work_queue). */
+#define GS_SEG_QUEUE_OFFSET 16
+#define GS_SEG_QUEUE_BYTES 16 /* sizeof(gs_work_queue), asserted where it is known */
+
+/* Scratch, rewritten by every launch: gs_reduce's and the exact sums' per-block partials
+ * (GS_MAX_BLOCKS of up to GS_MAX_PARTIAL_BYTES), or the segmented reduction's two chunk
+ * slots per chunk (GS_SEG_COUNTERS chunks of GS_SEG_SLOT_BYTES(0) bytes, or half as many
+ * wide ones). */
+#define GS_MAX_BLOCKS 2048
+#define GS_MAX_PARTIAL_BYTES 16
+#define GS_SEG_SLOT_BYTES(wide) ((wide) ? 16u : 8u)
+#define GS_PARTIALS_OFFSET 256
+/* the most chunks of a segmented launch: as many as the rest of the workspace holds two
+ * narrow slots and a counter for */
+#define GS_SEG_COUNTERS ((GS_WORKSPACE_LIMIT - GS_PARTIALS_OFFSET) / (2u * GS_SEG_SLOT_BYTES(0) + 4u))
+#define GS_SCRATCH_BYTES_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define GS_SCRATCH_BYTES                                                                       \
+    GS_SCRATCH_BYTES_MAX(GS_MAX_BLOCKS * GS_MAX_PARTIAL_BYTES, 2u * GS_SEG_COUNTERS * GS_SEG_SLOT_BYTES(0))
+
+/* Zero state, left zero by every launch: the segmented reduction's chunk counters (an
+ * unsigned int per chunk) or the exact sums' launch accumulator (GS_EXACT_COPIES
+ * gs_exact_acc's; block b adds to copy b % GS_EXACT_COPIES, which spreads the atomics).
+ * One launch uses one of them, so they share the region. */
+#define GS_ZERO_OFFSET (GS_PARTIALS_OFFSET + GS_SCRATCH_BYTES)
+#define GS_SEG_COUNTERS_OFFSET GS_ZERO_OFFSET
+#define GS_SEG_MAX_CHUNKS(wide) (GS_SCRATCH_BYTES / (2u * GS_SEG_SLOT_BYTES(wide)))
+#define GS_EXACT_COPIES 8u
+#define GS_EXACT_ACC_OFFSET GS_ZERO_OFFSET
+#define GS_ZERO_BYTES                                                                          \
+    GS_SCRATCH_BYTES_MAX(4u * GS_SEG_COUNTERS, GS_EXACT_COPIES * (unsigned)sizeof(gs_exact_acc))
+
+#define GS_WORKSPACE_BYTES (GS_ZERO_OFFSET + GS_ZERO_BYTES)
+
+GS_WS_ASSERT(GS_SEG_QUEUE_OFFSET >= GS_TICKET_OFFSET + 4, "the queue clears the ticket");
+GS_WS_ASSERT(GS_PARTIALS_OFFSET >= GS_SEG_QUEUE_OFFSET + GS_SEG_QUEUE_BYTES, "the scratch clears the queue");
+GS_WS_ASSERT(GS_SEG_MAX_CHUNKS(0) == GS_SEG_COUNTERS, "a counter per narrow chunk");
+GS_WS_ASSERT(GS_EXACT_ACC_OFFSET % 8u == 0, "the exact accumulators' int64 limbs are aligned");
+GS_WS_ASSERT(GS_WORKSPACE_BYTES <= GS_WORKSPACE_LIMIT, "the workspace fits the core's bound");
+
+#endif
