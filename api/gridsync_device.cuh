@@ -39,8 +39,8 @@ static __device__ __forceinline__ void gs_publish(void)
  * it, and an acquire of what the threads that took the earlier tickets released (PTX
  * memory model); the barrier of the guard then orders the other threads of the block
  * after it. It replaces two __threadfence (MEMBAR.SC.GPU) per block - the release is a
- * lighter MEMBAR.ALL.GPU before the atomic, the acquire no fence at all - which made
- * gs_reduce 3 .. 12 % faster at 2^14 .. 2^23 elements on an H100 (bench/NOTES.md, v8).
+ * lighter MEMBAR.ALL.GPU before the atomic, the acquire no fence at all (bench/HISTORY.md,
+ * v8).
  * Before 7.0: __threadfence on both sides of an atomicAdd. */
 static __device__ __forceinline__ unsigned int gs_ticket_acq_rel(unsigned int *counter)
 {

@@ -16,9 +16,8 @@
  * kernel otherwise takes about as long as the host needs to launch it (comparing two
  * versions of a kernel at small n). With --places N, the launches of a run take turns
  * among N workspaces and outputs 64 KiB apart: a small kernel's time also depends on
- * where its workspace (ticket counter, partials) lies, by 3 .. 8 % between the fastest
- * and the slowest of 32 .. 64 places on an H100, the same places in two processes
- * (bench/placement.cu, bench/NOTES.md v10); N places time the average instead of one
+ * where its workspace (ticket counter, partials) lies, the same places in two processes
+ * (bench/placement.cu, bench/HISTORY.md v10); N places time the average instead of one
  * place's luck.
  */
 #include TUNE_KERNELS

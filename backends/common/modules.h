@@ -6,8 +6,8 @@
  * kernels.cuh): gs_reduce's are split into float32's, the other float types' and the
  * integer types'. A fatbin compressed with --compress-mode=size is decompressed whole when
  * it is loaded, and with the driver's lazy loading (CUDA 12+'s default) every
- * cuModuleGetFunction loads its kernel; on an H100 that made both the load and the
- * look-ups of all 178 kernels the bulk of the first gs_context_create (docs/PACKAGING.md,
+ * cuModuleGetFunction loads its kernel; the load and the look-ups of every kernel
+ * were the bulk of the first gs_context_create (docs/PACKAGING.md,
  * "Architectures and fatbin sizes"). So be_open loads float32's gs_reduce module alone and
  * looks no kernel up; another module is loaded at the first call of one of its kernels,
  * and each kernel is looked up (function, occupancy, grid caps) at its own first call.

@@ -231,8 +231,8 @@ __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restri
      * once per chunk; round: offsets base .. rend, written before each round's vote and
      * read after it. give_up: set by any thread that finds the owned offsets out of
      * order, read after the vote. span: the chunk's [lo, hi) and [cb, ce), written once
-     * per chunk and read where used, not held in registers across the rounds (where
-     * they pushed the exact sums' kernels into spills: bench/HISTORY.md). */
+     * per chunk and read where used, not held in registers across the rounds, where they
+     * pushed the exact sums' kernels into spills. */
     __shared__ uint64_t edge[4];
     __shared__ SegSpan span;
     __shared__ uint64_t round_off[Policy::kBlock + 1];

@@ -62,10 +62,9 @@
 
 /* The minimum of resident blocks per multiprocessor that op's gs_reduce kernel is compiled
  * for (__launch_bounds__; 0: none, ptxas's own choice - the cubin is byte-identical to one
- * without the argument): the policy's kMinBlocks, at most what the multiprocessor holds,
- * for SUM and PROD; none for the others. Measured on an H100 (bench/NOTES.md, v9): MIN/MAX
- * ran about 1 % slower with it, and ARGMIN/ARGMAX keys take more registers (46 .. 61 on
- * sm_90) than 6 blocks of 256 threads leave (40). */
+ * without the argument): tuning.h's GS_REDUCE_MIN_BLOCKS, at most what the multiprocessor
+ * holds, for SUM and PROD; none for the others, whose keys and NaN rules need more
+ * registers than such a bound leaves. */
 template <typename Op> struct GsBounded { static const bool value = false; };
 template <typename T, typename Out> struct GsBounded<gs::OpSum<T, Out> > { static const bool value = true; };
 template <typename T, typename Out> struct GsBounded<gs::OpProd<T, Out> > { static const bool value = true; };

@@ -135,8 +135,7 @@ template <typename T, typename Out, bool kMax> struct AccumArg {
      * thread waits on a data-dependent branch for numbers; the earlier version skipped
      * vectors that could not improve the accumulator, which diverged within a warp
      * whenever one thread's vector could - nearly always while threads have seen few
-     * vectors (on an H100, ARGMAX gained 10 .. 40 % at 2^12 .. 2^25 elements, 1 .. 5 %
-     * above; bench/NOTES.md, v6). */
+     * vectors (bench/HISTORY.md, v6). */
     template <int kPer>
     static __device__ __forceinline__ typename Base::Acc add_vec(typename Base::Acc a, const T (&v)[kPer],
                                                                  uint64_t first)

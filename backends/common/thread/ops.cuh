@@ -211,7 +211,7 @@ template <typename T, typename Out> struct IsArg<OpArgMax<T, Out> > { static con
  * without a branch - where OpArgBase::combine, with its NaN and tie rules, is about 20
  * instructions around branches; the block and grid reductions of ARGMIN/ARGMAX, whose
  * latency made most of their extra cost over SUM at small n, run on keys wherever n
- * allows (bench/NOTES.md, v7). Only the index reaches the output. */
+ * allows (bench/HISTORY.md, v7). Only the index reaches the output. */
 template <typename V, bool kMax> struct KeyOrder;
 /* Floats: the bits, sign-magnitude turned into an order (negatives reversed below the
  * positives), -0 made +0 first, every NaN the largest word. */
