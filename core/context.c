@@ -307,6 +307,10 @@ gs_status gs_default_context(const gs_driver *drv, gs_context **out)
         if (!known) {
             default_entry *e = malloc(sizeof *e);
             if (!e) {
+                /* Made just now and not yet listed, so nobody else holds it: closed here,
+                 * its backend instance and primary context retain given back. */
+                gs_context_close(found);
+                found = NULL;
                 st = gs_fail(GS_ERROR_OUT_OF_MEMORY, "out of host memory for a default context");
             } else {
                 e->ctx = found;
