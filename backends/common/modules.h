@@ -3,7 +3,7 @@
  *
  * The kernels come in three families (gs_reduce's, the segmented reduction's and the
  * exact sums') and five modules, each an embedded fatbin of its own (backends/meson.build,
- * kernels.cuh): gs_reduce's are split into float32's, the other float types' and the
+ * dispatch/kernels.cuh): gs_reduce's are split into float32's, the other float types' and the
  * integer types'. A fatbin compressed with --compress-mode=size is decompressed whole when
  * it is loaded, and with the driver's lazy loading (CUDA 12+'s default) every
  * cuModuleGetFunction loads its kernel; the load and the look-ups of every kernel
@@ -63,7 +63,7 @@ enum {
 typedef enum gs_family { GS_FAM_REDUCE, GS_FAM_SEGMENTED, GS_FAM_EXACT, GS_FAM_COUNT } gs_family;
 
 /* The modules (one embedded fatbin each) the kernels come from: a family's, except that
- * gs_reduce's are split by input type (kernel_list.h's GS_REDUCE_MODULE_<dtype>), so that
+ * gs_reduce's are split by input type (dispatch/kernel_list.h's GS_REDUCE_MODULE_<dtype>), so that
  * opening a backend loads float32's alone. */
 typedef enum gs_module_id {
     GS_MOD_F32,      /* gs_reduce over float32: loaded by be_open */
@@ -83,7 +83,7 @@ typedef struct kernel_entry {
     gs_module_id module; /* where it is */
 } kernel_entry;
 
-/* The kernels of kernel_list.h, per family, in its order. */
+/* The kernels of dispatch/kernel_list.h, per family, in its order. */
 extern const kernel_entry gs_kernel_table_reduce[GS_NKERNELS];
 extern const kernel_entry gs_kernel_table_segmented[GS_NSEG_KERNELS];
 extern const kernel_entry gs_kernel_table_exact[GS_NEXACT_KERNELS];
@@ -91,7 +91,7 @@ extern const kernel_entry gs_kernel_table_exact[GS_NEXACT_KERNELS];
 /* One kernel, once looked up: its function and the most blocks it is launched with.
  * gs_reduce's and the exact kernels: max_blocks for an input of up to l2_bytes
  * (GS_GRID_THREADS_PER_SM's worth per multiprocessor), max_blocks_dram for a larger one
- * (grid_policy.h); the segmented kernels: max_blocks is what is resident (their blocks take
+ * (dispatch/grid.h); the segmented kernels: max_blocks is what is resident (their blocks take
  * work from a queue). */
 typedef struct gs_kernel_slot {
     atomic_uchar ready;

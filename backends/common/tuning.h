@@ -30,7 +30,7 @@
 
 /* ---- launch bounds: the minimum of resident blocks per SM (0: ptxas's own choice) ----- */
 #if GS_BACKEND_COMPAT
-/* SUM, PROD: two float64 loads in flight, 2 .. 6 % faster at 2^13 .. 2^27; H100, NOTES v9 */
+/* SUM, PROD: two float64 loads in flight, 2 .. 6 % faster at 2^13 .. 2^27; H100, HISTORY v9 */
 #  define GS_REDUCE_MIN_BLOCKS (GS_GRID_THREADS_PER_SM_DRAM / GS_BACKEND_BLOCK)
 /* segmented ARGMIN/ARGMAX: tiny layout 1.17x, uniform 1.05x with the bound; H100 */
 #  define GS_SEG_MIN_BLOCKS_ARG 4

@@ -8,7 +8,7 @@
 namespace {
 
 /* GS_REDUX: compute capability 8.0+, where PolicySm20::warp_reduce reduces the
- * ARGMIN/ARGMAX keys (ops.cuh) with REDUX: two of them replace five rounds of two
+ * ARGMIN/ARGMAX keys (thread/ops.cuh) with REDUX: two of them replace five rounds of two
  * shuffles and a 64-bit max (bench/HISTORY.md, v7). Older architectures' compilations must not see that code at all:
  * __reduce_max_sync is not declared there, and a discarded if-constexpr branch is still
  * compiled. */

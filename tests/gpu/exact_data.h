@@ -2,7 +2,7 @@
  * The exact-sum gpu tests' data (test_gpu_exact.c, test_gpu_segexact.c): a random value of
  * any exponent, and ten kinds of input that reach every path of the exact kernels, from
  * hostref's generator with the program's seed g_rng. one-sign: values of one sign over 60
- * binades, whose sums grow, so that float32's and float64's windows (exact_anchor.cuh) are
+ * binades, whose sums grow, so that float32's and float64's windows (exact/anchor.cuh) are
  * raised over elements in their lowest binades (with a grid of one block, in every
  * thread).
  */

@@ -1,11 +1,11 @@
 /*
  * Exact segmented sums (GS_SEGMENTED_EXACT, docs/semantics.md §12): every segment's float
- * SUM correctly rounded, in the one launch of the segmented reduction (segmented.cuh),
+ * SUM correctly rounded, in the one launch of the segmented reduction (agent/segmented.cuh),
  * written once for both backends.
  *
  * The segmented reduction runs unchanged with OpCheckedSum as its op: float16, bfloat16 and
  * float32 elements are summed in one double, float64 elements in two (hi + lo), and every
- * addition is checked to be exact (Dekker's test, as exact_try_plain in exact.cuh). An
+ * addition is checked to be exact (Dekker's test, as exact_try_plain in agent/exact.cuh). An
  * addition that is not, a NaN or an infinity (inf - inf is no number, and x + inf fails
  * the test), or an overflow turns the accumulator into NaN, which every later addition
  * keeps: the segment is "lost". A segment that is not lost holds its exact sum, and
@@ -15,7 +15,7 @@
  * 2^29 in magnitude.
  *
  * A lost segment is summed again element by element into the block's long accumulator
- * (exact_acc.cuh), which is exact for any data and follows the IEEE rules for NaN and
+ * (exact/acc.cuh), which is exact for any data and follows the IEEE rules for NaN and
  * infinities: a segment owned by a chunk at the end of its round (every lost one of the
  * round in turn, by the whole block), a segment that crosses chunks by the block that
  * combines its pieces: the pieces that were exact are added as they are, the lost ones
@@ -148,7 +148,7 @@ template <typename Policy, typename T> struct SegExactWrite {
         if (!w.lost)
             return;
         /* piece c holds positions [c chunk - sj - 1, (c + 1) chunk - sj - 1) of the segment
-         * (the chunk's positions, segmented.cuh), at most `chunk` of them whatever the
+         * (the chunk's positions, agent/segmented.cuh), at most `chunk` of them whatever the
          * offsets hold; its slot is exact unless lost */
         exact_zero(w.acc);
         bool sign_clear = false;

@@ -1,6 +1,6 @@
 /*
  * The segmented reduction in one launch, written once for both backends (the Policy is
- * reduce.cuh's, with kGroup, kGroupAlone, group_reduce, block_compact and block_count).
+ * agent/reduce.cuh's, with kGroup, kGroupAlone, group_reduce, block_compact and block_count).
  * docs/design.md, "The segmented reduction", has the protocol with its reasons.
  *
  * Work is split along the merge path of positions and segments: merge the n positions of
@@ -52,7 +52,7 @@
 namespace gs {
 
 /* Bytes of one slot: every accumulator but ARGMIN/ARGMAX's fits in 8. The host sizes the
- * chunk count with the same rule (GS_SEG_SLOT_BYTES in kernel_list.h). */
+ * chunk count with the same rule (GS_SEG_SLOT_BYTES in dispatch/kernel_list.h). */
 template <typename Acc> struct SegSlot {
     static const int kBytes = sizeof(Acc) <= 8 ? 8 : 16;
     static_assert(sizeof(Acc) <= 16, "segment slot too small");
@@ -146,7 +146,7 @@ template <typename T, typename Acc> struct SegCross {
 };
 
 /* What the segmented reduction does with a segment's accumulator once it is complete: the
- * ops write their result. (The exact sums, seg_exact.cuh, put aside a segment whose
+ * ops write their result. (The exact sums, agent/seg_exact.cuh, put aside a segment whose
  * accumulator lost exactness and sum it again at the round's end.) Shared: the block's
  * state; begin: every thread, before the first barrier; emit: the thread that holds
  * segment base + q's accumulator a (len: its elements); round_end: every thread, after a

@@ -44,14 +44,14 @@
  * default outputs (an ARGMIN/ARGMAX result is the index within its segment). */
 #define GS_SEG_KERNELS(X) GS_KERNELS_DEFAULT(X)
 
-/* The exact sums' kernels (GS_REDUCE_EXACT, exact.cuh), gs_exact_<dtype>: one per input
+/* The exact sums' kernels (GS_REDUCE_EXACT, agent/exact.cuh), gs_exact_<dtype>: one per input
  * type, the output type an argument; and the (input, output) pairs they round into. */
 #define GS_EXACT_KERNELS(X) X(f16) X(bf16) X(f32) X(f64)
-/* The exact segmented sums' kernels (GS_SEGMENTED_EXACT, seg_exact.cuh),
+/* The exact segmented sums' kernels (GS_SEGMENTED_EXACT, agent/seg_exact.cuh),
  * gs_segexact_<dtype>: each segment's sum rounded to dtype. Built with the exact sums. */
 #define GS_SEGEXACT_KERNELS(X) X(f16) X(bf16) X(f32) X(f64)
 #define GS_EXACT_OUTPUTS(X) X(f16, f16) X(f16, f32) X(bf16, bf16) X(bf16, f32) X(f32, f32) X(f32, f64) X(f64, f64)
-/* Elements per block at most, so a block's shared limbs stay below 2^61 (exact.cuh): the
+/* Elements per block at most, so a block's shared limbs stay below 2^61 (agent/exact.cuh): the
  * host launches at least n / GS_EXACT_BLOCK_ELEMENTS blocks. */
 #define GS_EXACT_BLOCK_ELEMENTS (1ull << 28)
 

@@ -1,4 +1,4 @@
-/* The extern "C" kernels of a backend, gs_reduce_<dtype>_<op>_<out>, from kernel_list.h.
+/* The extern "C" kernels of a backend, gs_reduce_<dtype>_<op>_<out>, from dispatch/kernel_list.h.
  * Included by backends/<name>/kernels.cu after it defines the type GS_POLICY.
  *
  * A backend's kernels come in five modules, each compiled to a fatbin of its own
@@ -87,7 +87,7 @@ template <typename Op> struct GsMinBlocks {
     }
 
 /* gs_reduce's kernels of one module: float32's (GS_BUILD_REDUCE), the other float types'
- * (GS_BUILD_REDUCE_FLOAT) or the integer types' (GS_BUILD_REDUCE_INT); kernel_list.h's
+ * (GS_BUILD_REDUCE_FLOAT) or the integer types' (GS_BUILD_REDUCE_INT); dispatch/kernel_list.h's
  * GS_REDUCE_MODULE_<dtype> says which dtype is in which. */
 #if defined(GS_BUILD_REDUCE) || defined(GS_BUILD_REDUCE_FLOAT) || defined(GS_BUILD_REDUCE_INT)
 #  define GS_REDUCE_IN_F32(dt, op, o)
@@ -139,7 +139,7 @@ GS_SEG_KERNELS(GS_DEFINE_SEG_KERNEL)
 #endif
 
 #ifdef GS_BUILD_EXACT
-/* The exact sums' kernels: one per input type (kernel_list.h), out_dtype and mode (0: the
+/* The exact sums' kernels: one per input type (dispatch/kernel_list.h), out_dtype and mode (0: the
  * rounded sum, 1: the gs_exact_acc) as arguments. */
 template <typename T> struct GsExactMinBlocks {
     static const int kFit = GS_ARCH_SM_THREADS / GS_POLICY::kBlock;
@@ -156,7 +156,7 @@ template <typename T> struct GsExactMinBlocks {
 GS_EXACT_KERNELS(GS_DEFINE_EXACT_KERNEL)
 
 /* The exact segmented sums' kernels: the segmented reduction with OpCheckedSum
- * (seg_exact.cuh), the segmented kernels' arguments. */
+ * (agent/seg_exact.cuh), the segmented kernels' arguments. */
 #define GS_DEFINE_SEGEXACT_KERNEL(dt)                                                                  \
     extern "C" __global__ void __launch_bounds__(GS_POLICY::kBlock,                                    \
                                                  GsSegMinBlocks<gs::OpCheckedSum<GS_TYPE_##dt> >::value) \

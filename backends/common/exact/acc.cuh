@@ -1,5 +1,5 @@
 /*
- * The exact sums' long accumulator in shared memory (exact.cuh): gs_exact_acc's fixed
+ * The exact sums' long accumulator in shared memory (agent/exact.cuh): gs_exact_acc's fixed
  * point, added to with 64-bit integer atomics (exact_flush), and turned into the result by
  * the whole block at once (exact_finish). Written once for both backends; no warp-level
  * instructions.
@@ -20,7 +20,7 @@ struct ExactShared {
     unsigned long long limb[GS_EXACT_LIMBS];
     unsigned long long nan, pos_inf, neg_inf;
     unsigned int sign_clear;
-    int dirty; /* something went into the limbs or the counts (exact.cuh's fast path is off) */
+    int dirty; /* something went into the limbs or the counts (agent/exact.cuh's fast path is off) */
     /* exact_finish's scratch */
     long long carry[GS_EXACT_LIMBS];
     uint32_t mag[GS_EXACT_LIMBS];
@@ -32,8 +32,7 @@ struct ExactShared {
  * high word the carry out of it, less one for -d (nothing when they cancel). The words'
  * additions commute, so the word ends as the 64-bit sum whatever the order. A 64-bit
  * shared atomicAdd is a compare-and-swap loop on sm_90 (ATOMS.CAST.SPIN.64): threads
- * flushing onto the same limbs retried it one after the other (float32 and bfloat16 data
- * over their whole exponent range ran 19 % faster without it on an H100). */
+ * flushing onto the same limbs would retry it one after the other. */
 __device__ __forceinline__ void exact_shared_add(unsigned long long *p, uint32_t d, bool neg)
 {
     unsigned int *w = (unsigned int *)p; /* little-endian: the low word first */
@@ -102,8 +101,7 @@ __device__ __noinline__ uint64_t exact_round_small(uint32_t m0, uint32_t m1, uin
  * normalised gs_exact_acc, or the magnitude's digits (two's complement negated in
  * parallel: above the lowest nonzero digit L every digit is complemented, digit L is
  * 2^32 - d) reduced to its top four digits and a sticky bit, which one thread rounds
- * (gs_exact_round_mag, the code gs_exact_round runs). The serial form took several
- * microseconds of one thread's local-memory loops. */
+ * (gs_exact_round_mag, the code gs_exact_round runs), not one thread's serial loops. */
 __device__ __forceinline__ void exact_finish(ExactShared &acc, uint64_t n, void *out, int out_dtype, uint32_t mode)
 {
     const int t = (int)threadIdx.x, L = GS_EXACT_LIMBS;
@@ -119,7 +117,7 @@ __device__ __forceinline__ void exact_finish(ExactShared &acc, uint64_t n, void 
      * is below 2^62 2^(32 H) (1 + 2^-32 + ...) < 2^(32 T) in magnitude, so limb T ends as
      * its sign (0 or -1) and every limb above as that sign's extension, written at once
      * below. A negative sum's borrow would otherwise climb one limb per pass to the top,
-     * some 35 passes for sums near 1: about 5 us on an H100. */
+     * some 35 passes for sums near 1. */
     if (t < L && acc.limb[t])
         atomicMax(&acc.top, t);
     __syncthreads();

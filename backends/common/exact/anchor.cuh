@@ -1,5 +1,5 @@
 /*
- * float32's and float64's exact sums per thread (exact.cuh's ExactThread): fixed point in
+ * float32's and float64's exact sums per thread (agent/exact.cuh's ExactThread): fixed point in
  * two doubles on a grid anchored to the data, four float64 additions per element and no
  * tests of them, whatever the data's exponents as long as a thread's elements stay inside
  * a window of binades (float32 70, float64 44). Written once for both backends and both
@@ -26,7 +26,7 @@
  *   trip moves hi by less than 2^(c + 49) + 2^(c + 2) and lo by at most 2^(c + 2); checked
  *   as float32's, with |lo| < 2^(c + 2). ftop is at least 44 (L >= -1074: lo's grid is
  *   the doubles' own below that), and elements of 2^960 or more (field 1983 up) take the
- *   slow path, as everything else in float64's exact sums does (exact.cuh's guard).
+ *   slow path, as everything else in float64's exact sums does (agent/exact.cuh's guard).
  * A failed check adds lo into hi, and raises the window by 8 fields if hi is still too
  * large (data of one sign: once in about 32 times the largest element's worth).
  * The first window is fixed: float32 |x| in [2^-67, 2^3), float64 [2^-40, 2^4). A vector
@@ -54,21 +54,41 @@
 
 namespace gs {
 
-/* What differs between the element types: kPer elements per 16-byte vector, at most kTrip
- * a trip (the bounds above); an element's
- * word with the exponent field (hi) as v = hi << 1, whose field starts at bit kShift; the
- * window's width kWin in fields; the highest field it takes (kFieldTop), the range of its
- * top (kTopMin .. kTopMax: C stays a normal double) and its first top (kTopInit); the
- * exponent fields of C, of lo's largest allowed at a trip's start and of raise's split
- * constant B, as ftop + kC, + kLoMax, + kB; v at or above kSlow: the slow path; kMark:
- * whether a spill makes the block slow (exact.cuh's ExactIn, kSpillFast: float64's spill
- * terms are as wide as the block's fold); kLow: the elements below the window go into a
- * two-term expansion of the thread's (ExactAnchor's low), not straight to the spill terms. */
+/* The window's constants, derived as the header's comment does, from the element format
+ * (exponent bias kBias, kMant significand bits after the point), the trip (2^kLog2Trip
+ * elements) and lo's bound at a trip's start, |lo| < 2^(c + kLoBits); a double has bias
+ * 1023 and 52 such bits. All offsets are from ftop, the window's top field. */
+template <int kBias, int kMant, int kLog2Trip, int kLoBits> struct AnchorWindow {
+    /* |x| < 2^(c + kHead), so a trip moves hi by less than 2^(c + 49) */
+    static const int kHead = 49 - kLog2Trip;
+    /* c = ftop - kCOff, as |x| < 2^(ftop - (kBias - 1)) */
+    static const int kCOff = kBias - 1 + kHead;
+    /* C = 1.5 * 2^(c + 52): its field */
+    static const int kC = 1023 + 52 - kCOff;
+    /* the field of lo's largest value at a trip's start, 2^(c + kLoBits - 1) */
+    static const int kLoMax = kLoBits - 1 + 1023 - kCOff;
+    /* raise's split constant B = 1.5 * 2^(L + 52), L = c + kLoBits + 1 - 53 lo's grid */
+    static const int kB = kLoMax + 1;
+    /* the fields whose ulp 2^(f - kBias - kMant) is at least 2^L */
+    static const uint32_t kWin = kHead - kLoBits + 52 - kMant;
+    /* the lowest top whose L is a double's (L >= -1074), at least 1 */
+    static const int kLowest = kCOff - kLoBits - 1 + 53 - 1074;
+    static const uint32_t kTopMin = kLowest > 1 ? kLowest : 1;
+};
+
+/* What differs between the element types: kPer elements per 16-byte vector, kTrip a trip
+ * at most (the bounds above); an element's word with the exponent field (hi) as v = hi <<
+ * 1, whose field starts at bit kShift; the window's constants (AnchorWindow); the highest
+ * field it takes (kFieldTop), the largest top (kTopMax: C stays a normal double) and the
+ * first (kTopInit); v at or above kSlow: the slow path; kMark: whether a spill makes the
+ * block slow (ExactIn's kSpillFast: float64's spill terms are as wide as the block's
+ * fold); kLow: the elements below the window go into a two-term expansion of the thread's
+ * (ExactAnchor's low), not straight to the spill terms. */
 template <typename T> struct AnchorFmt;
-template <> struct AnchorFmt<float> {
+template <> struct AnchorFmt<float> : AnchorWindow<127, 23, 4, 4> {
     static const int kPer = 4, kShift = 24, kTrip = 16;
-    static const uint32_t kWin = 70, kFieldTop = 254, kTopMin = 1, kTopMax = 318, kTopInit = 129;
-    static const int kC = 904, kLoMax = 855, kB = 856;
+    /* the first window |x| in [2^-67, 2^3) */
+    static const uint32_t kFieldTop = 254, kTopMax = 318, kTopInit = 129;
     static const uint32_t kSlow = 0xff000000u; /* a NaN or an infinity */
     static const bool kMark = false, kLow = false;
     static __device__ __forceinline__ uint32_t hi(const uint32_t (&w)[4], int k) { return w[k]; }
@@ -76,10 +96,10 @@ template <> struct AnchorFmt<float> {
     static __device__ __forceinline__ bool zero(const uint32_t (&)[4], int, uint32_t v) { return v == 0; }
     static __device__ __forceinline__ float elem(const uint32_t (&w)[4], int k) { return __uint_as_float(w[k]); }
 };
-template <> struct AnchorFmt<double> {
+template <> struct AnchorFmt<double> : AnchorWindow<1023, 52, 3, 2> {
     static const int kPer = 2, kShift = 21, kTrip = 8;
-    static const uint32_t kWin = 44, kFieldTop = 1982, kTopMin = 44, kTopMax = 2039, kTopInit = 1026;
-    static const int kC = 7, kLoMax = -44, kB = -43;
+    /* the first window |x| in [2^-40, 2^4) */
+    static const uint32_t kFieldTop = 1982, kTopMax = 2039, kTopInit = 1026;
     static const uint32_t kSlow = 0xf7e00000u; /* field 1983 (|x| >= 2^960) and up */
     static const bool kMark = true, kLow = true;
     static __device__ __forceinline__ uint32_t hi(const uint32_t (&w)[4], int k) { return w[2 * k + 1]; }
@@ -92,15 +112,23 @@ template <> struct AnchorFmt<double> {
         return __hiloint2double((int)w[2 * k + 1], (int)w[2 * k]);
     }
 };
+static_assert(AnchorFmt<float>::kTrip == 1 << 4 && AnchorFmt<double>::kTrip == 1 << 3, "the trips of the windows");
+static_assert(AnchorFmt<float>::kSlow == (AnchorFmt<float>::kFieldTop + 1) << AnchorFmt<float>::kShift &&
+                  AnchorFmt<double>::kSlow == (AnchorFmt<double>::kFieldTop + 1) << AnchorFmt<double>::kShift,
+              "the slow path starts one field above the window's highest");
+static_assert(AnchorFmt<float>::kTopMax + AnchorFmt<float>::kC <= 2046 &&
+                  AnchorFmt<double>::kTopMax + AnchorFmt<double>::kC <= 2046,
+              "C stays a normal double");
+static_assert(AnchorFmt<float>::kTopInit - 126 == 3 && AnchorFmt<double>::kTopInit - 1022 == 4,
+              "the first windows' tops, 2^3 and 2^4");
 
 /* A thread's fixed point: hb (biased hi), lo, the bias C; the window as a range of v (the
  * element's exponent word shifted left by one, without the sign; zero is in any window):
  * v - vlo <= vwid; lo_max, the largest exponent field |lo| may have at a trip's start.
  * float64 (kLow): low, a two-term expansion (TwoSums) of the elements below the window,
- * whose residuals go to the spill terms. Data over 60 binades has a third of its elements
- * there; each vector with one went through a spill call, and float64's sums of it took
- * 2.9 times as long at 2^28 (H100; a third of the default's speed, against 0.72 before
- * the fixed point). float32's window is wide enough without it. */
+ * whose residuals go to the spill terms: data over 60 binades has a third of its elements
+ * there, and a spill call per such vector made those sums slow. float32's window is wide
+ * enough without it. */
 struct ExactAnchor {
     double hb, lo, C;
     uint32_t vlo, vwid, lo_max;
@@ -134,14 +162,13 @@ template <typename T> __device__ __forceinline__ uint32_t exact_anchor_top(const
 }
 
 /* The first window, fixed, ordinary data's (a window from the first trip's largest element
- * put its computation before every addition: float32's sums of up to 2^20 elements took
- * 0.2 .. 0.45 us more per call on an H100). Other data moves it at its first trip
+ * would put its computation before every addition). Other data moves it at its first trip
  * (exact_anchor_out). Constants only. */
 template <typename T> __device__ __forceinline__ ExactAnchor exact_anchor_init()
 {
     ExactAnchor s;
     exact_anchor_at<T>(s, AnchorFmt<T>::kTopInit);
-    s.low[0] = -0.0; /* exact_ops.cuh's zero sign: the sum of no elements */
+    s.low[0] = -0.0; /* exact/ops.cuh's zero sign: the sum of no elements */
     s.low[1] = 0.0;
     return s;
 }
@@ -176,7 +203,7 @@ __device__ __forceinline__ double exact_anchor_split(double y, double B, double 
 }
 
 /* Residuals r into float64's low expansion (ExactAnchor's low: two TwoSums each, Knuth's, no
- * ordering: exact_ops.cuh), what it cannot hold left in r; whether any is left. */
+ * ordering: exact/ops.cuh), what it cannot hold left in r; whether any is left. */
 template <int kN> __device__ __forceinline__ bool exact_anchor_low(ExactAnchor &s, ExactResiduals<double, kN> &r)
 {
     bool any = false;
@@ -255,9 +282,8 @@ __device__ __forceinline__ bool exact_anchor_in(const ExactAnchor &s, const uint
 /* A vector that is not all in the window (rare): NaNs and infinities (float64: and huge
  * elements) to the slow path with the rest of their vector (exact_slow, as the other
  * types' guard does); else the window moved, to 3 fields above the trip's largest element
- * (one vector's was too low for data over 60 binades: 1.7 % of its vectors then fell
- * outside, against 0.2 %, in a simulation), if an element is above it or the whole trip
- * below it; then the elements inside it added, and those below it (or subnormal)
+ * (one vector's largest was too low for data over 60 binades: many more vectors fell
+ * outside), if an element is above it or the whole trip below it; then the elements inside it added, and those below it (or subnormal)
  * spilled (float64: into low first). */
 template <typename T, int kU>
 __device__ __forceinline__ void exact_anchor_out(ExactAnchor &s, const uint4 (&raw)[kU], int count,
@@ -279,8 +305,7 @@ __device__ __forceinline__ void exact_anchor_out(ExactAnchor &s, const uint4 (&r
     const bool above = vm > s.vlo + s.vwid;
     if (above || vm < s.vlo) {
         /* the trip's largest element not on the slow path (here, not at the trip's start,
-         * where the additions waited for it: 0.2 .. 0.5 us more per call up to 2^20 on an
-         * H100) */
+         * where the additions would wait for it) */
         uint32_t vtrip = 0;
 #pragma unroll
         for (int u = 0; u < kU; u++) {
@@ -296,9 +321,8 @@ __device__ __forceinline__ void exact_anchor_out(ExactAnchor &s, const uint4 (&r
         } else if (vtrip < s.vlo && (!A::kLow || (s.hb == s.C && s.lo == 0.0))) {
             /* the whole trip below. float64 (kLow) moves only an empty window (data all
              * below the first one): hi and lo spilled, a large value among the spill terms,
-             * turned each later residual of low into a flush (over 100 binades, where 1.7 %
-             * of the trips are below the window, 0.14 of the default's speed at 2^24 ..
-             * 2^28 on an H100); low takes such a trip instead. */
+             * would turn each later residual of low into a flush; low takes such a trip
+             * instead. */
             exact_anchor_spill<T>(s, acc, sp);
             exact_anchor_at<T>(s, ftop);
         }
@@ -357,7 +381,7 @@ __device__ __forceinline__ void exact_anchor_one(ExactAnchor &s, const uint4 &ra
 /* One element outside the vectors (the head and the tail, at most kPer - 1 each). float32:
  * to the spill terms, or the slow path if it is not finite. float64, whose spill terms
  * make the block slow: as a vector of one, x and -0.0, which adds nothing and keeps the
- * zero's sign rule (exact_ops.cuh). */
+ * zero's sign rule (exact/ops.cuh). */
 __device__ __forceinline__ void exact_anchor_scalar(ExactAnchor &, float x, ExactShared &acc, ExactSpill<double> sp,
                                                     bool &sign_clear)
 {
@@ -382,7 +406,7 @@ __device__ __forceinline__ void exact_anchor_scalar(ExactAnchor &s, double x, Ex
 
 /* The thread's sum as a two-term expansion, e[0] + e[1] (TwoSum: as a float64 thread's
  * expansion, so the block's fast path finds it in one double when it fits one), e[0] is
- * -0.0 for a zero sum of elements that all had their sign bit set (exact_ops.cuh's rule
+ * -0.0 for a zero sum of elements that all had their sign bit set (exact/ops.cuh's rule
  * of the zero's sign; sign_clear: some element had it clear). */
 __device__ __forceinline__ void exact_anchor_end(const ExactAnchor &s, bool sign_clear, double (&e)[2])
 {

@@ -1,11 +1,11 @@
 /*
- * The end of an exact sum (exact.cuh): a slow block's merge, one block's result, or the
+ * The end of an exact sum (agent/exact.cuh): a slow block's merge, one block's result, or the
  * launch's through the workspace and the last block (docs/design.md's guard), written once
  * for both backends.
  *
  * Two ways, per block. The fast one: nothing went into the block's long accumulator (no
  * residual, no NaN or infinity, no element on the slow path) and the threads' expansions
- * add up exactly in one double (OpCheckedSum, exact_ops.cuh; not tried for float64), else in
+ * add up exactly in one double (OpCheckedSum, exact/ops.cuh; not tried for float64), else in
  * two (OpCheckedSumDd): the block's exact sum, published as the default reduction publishes
  * its partial. The
  * slow one: the block's long accumulator is added to the launch's in the workspace, and
@@ -14,8 +14,7 @@
  * and the workspace's accumulator was never touched. Otherwise it sums the launch's
  * accumulator, adds the fast partials to it, returns the workspace to zero and rounds
  * (exact_finish). For ordinary data every block is fast, which saves the long
- * accumulator's atomics and the last block's carries: the microseconds that a sum of up to
- * 2^20 elements otherwise paid over the default.
+ * accumulator's atomics and the last block's carries.
  */
 #pragma once
 
@@ -25,6 +24,7 @@
 
 #include "acc.cuh"
 #include "ops.cuh"
+#include "traits.cuh"
 
 namespace gs {
 
@@ -69,7 +69,7 @@ __device__ __forceinline__ ExactDd exact_fold_partials(const ExactDd (&p)[kMax],
         if ((unsigned int)k * Policy::kBlock < gridDim.x)
             w = Tree::combine(w, Tree::of(Chk::lost(p[k]) ? Chk::identity() : p[k]));
     ok = w.ok != 0;
-    if constexpr (sizeof(T) < 8)
+    if constexpr (ExactIn<T>::kOneDouble)
         return block_reduce_checked2<Policy, OpCheckedSum<T>, Chk>(w.v, ok, s);
     else
         return block_reduce_checked<Policy, Chk>(w.v, ok, s.dd);
@@ -104,7 +104,7 @@ __device__ __forceinline__ void exact_tree_merge(ExactShared &acc, F (&e)[J], Ro
             exact_flush(acc, (double)e[j]);
 }
 
-/* A block that is not fast (exact.cuh's exact_kernel, before exact_grid_finish): each
+/* A block that is not fast (agent/exact.cuh's exact_kernel, before exact_grid_finish): each
  * thread's expansions and spill terms as one expansion of J terms (the spill terms are
  * terms like the others: each merge is exact whatever their order), merged over the block
  * (exact_tree_merge) with the spill array as the tree's last rows. The spill terms used to
@@ -211,11 +211,10 @@ __device__ __noinline__ void exact_last_slow(ExactShared &acc, bool all_lost, Ex
     }
     __syncthreads();
     /* The fast partials, with as few flushes as possible: 64-bit shared atomics on the same
-     * few limbs wait for each other (a flush per thread, or per partial, from 2,000 blocks
-     * cost 25 .. 30 us on an H100). Their sum if it is exact (thread 0), else each thread's
+     * few limbs wait for each other. Their sum if it is exact (thread 0), else each thread's
      * partials (read again from the workspace) into a two-term expansion (TwoSums), merged
      * in a tree as the blocks merge theirs, the residuals flushed (rare). A value is
-     * positive, or +0.0, only if some element had its sign bit clear (exact_ops.cuh: -0.0
+     * positive, or +0.0, only if some element had its sign bit clear (exact/ops.cuh: -0.0
      * only from -0.0s). */
     bool sign_clear = false;
     if (!all_lost) {
@@ -247,11 +246,8 @@ __device__ __noinline__ void exact_last_slow(ExactShared &acc, bool all_lost, Ex
 /* The block's end, every thread: fast, v (valid in thread 0) the block's exact sum; else
  * the block's long accumulator holds it (every flush done, after a barrier). The fast way
  * inline, the slow ones (exact_block_to_launch, exact_last_slow, exact_finish_call) not:
- * inlined, they weighed on the main loop's registers (float32's kernel spilled 12 bytes),
- * and the whole of this not inlined, a call and a far jump on every block's fast path,
- * cost float64's sums from 2^14 up 0.3 .. 0.4 us, float16's and bfloat16's at 2^16 up to
- * 0.2 us (H100, queued; inline, the fast way costs float32's kernel a 4-byte spill of one
- * value, stored at its start and loaded at its end). */
+ * inlined, they weighed on the main loop's registers, and the whole of this not inlined
+ * would put a call and a far jump on every block's fast path. */
 template <typename Policy, typename T>
 __device__ __forceinline__ void exact_grid_finish(ExactShared &acc, bool fast, ExactDd v, uint64_t n, void *out,
                                                   unsigned char *workspace, int out_dtype, uint32_t mode,
@@ -271,8 +267,8 @@ __device__ __forceinline__ void exact_grid_finish(ExactShared &acc, bool fast, E
         partials[blockIdx.x] = fast ? v : Chk::lost_acc();
     /* docs/design.md's guard. A fast block published thread 0's partial only, which
      * thread 0's acquire-release ticket orders; a slow block's atomics come from many
-     * threads, so each fences its own and the barrier orders the fences before the ticket.
-     * (A fence in every thread of every block cost the fast path about a microsecond.) */
+     * threads, so each fences its own and the barrier orders the fences before the ticket
+     * (a fence in every thread of every block would cost every fast block). */
     __shared__ int slow;
     if (t == 0)
         slow = 0; /* for the last block; the guard's barrier orders it before any use */

@@ -1,7 +1,7 @@
 /*
- * A float sum kept exact in doubles, or marked lost (exact.cuh's fast path for sums that
- * one block or one thread can finish, seg_exact.cuh's segments): OpCheckedSum<T> is an op
- * in ops.cuh's sense (identity, lift, combine, result) whose accumulator is one double
+ * A float sum kept exact in doubles, or marked lost (agent/exact.cuh's fast path for sums that
+ * one block or one thread can finish, agent/seg_exact.cuh's segments): OpCheckedSum<T> is an op
+ * in thread/ops.cuh's sense (identity, lift, combine, result) whose accumulator is one double
  * for float16, bfloat16 and float32 elements and two (hi + lo) for float64. Every addition
  * is checked to be exact with Dekker's test (exact_checked_add: fl(s - a) == b and
  * fl(s - b) == a); one that is not, a NaN or an infinity (x + inf fails the test, inf -
@@ -26,7 +26,7 @@ namespace gs {
 #endif
 
 /* s + e == a + b exactly when s does not overflow, without ordering the operands: Knuth's
- * TwoSum, 6 additions (exact_anchor.cuh's float64 low expansion, where the ordering's
+ * TwoSum, 6 additions (exact/anchor.cuh's float64 low expansion, where the ordering's
  * integer work and selects cost a spilled register in the main loop). */
 __device__ __forceinline__ void two_sum_knuth(double a, double b, double &s, double &e)
 {
@@ -39,7 +39,7 @@ __device__ __forceinline__ void two_sum_knuth(double a, double b, double &s, dou
  * contracted into FMAs or reordered. Doubles: Fast2Sum (Dekker), exact when the first
  * operand's exponent is at least the second's, after ordering the two by their exponent
  * fields with integer operations: 3 float64 additions instead of TwoSum's 6, which matters
- * on the float64 pipe (a quarter of the float32 one on an H100). Floats: TwoSum (Knuth),
+ * on the float64 pipe, narrower than the float32 one. Floats: TwoSum (Knuth),
  * no ordering needed. */
 __device__ __forceinline__ void two_sum(double a, double b, double &s, double &e)
 {
@@ -115,22 +115,21 @@ template <typename T> struct OpCheckedSum {
         if (a != 0.0)
             exact_flush(acc, a);
     }
-    /* a into the two-term expansion e, exactly (exact.cuh's exact_add) */
+    /* a into the two-term expansion e, exactly (agent/exact.cuh's exact_add) */
     static __device__ __forceinline__ void add_to(double (&e)[2], Acc a, ExactShared &acc)
     {
         exact_add<double, 2>(e, a, acc);
     }
     static __device__ __forceinline__ T result(Acc a) { return exact_round_double<T>(a); }
-    /* from and to the two-double form of the partials (exact_grid.cuh): one double holds
+    /* from and to the two-double form of the partials (exact/grid.cuh): one double holds
      * hi + lo only when lo is zero */
     static __device__ __forceinline__ Acc of_dd(ExactDd p) { return p.lo == 0.0 ? p.hi : lost_acc(); }
     static __device__ __forceinline__ ExactDd to_dd(Acc a) { return ExactDd{a, 0.0}; }
 };
 
 /* Two doubles, hi + lo, for any input type: float64's segments, and every exact_kernel
- * block's fast path (exact_grid.cuh), where a double's 53 bits held too few float32 block
- * sums on an H100 bench (blocks of uniform data in [-1, 1) went the slow way from 2^22
- * elements up). */
+ * block's fast path (exact/grid.cuh), where a double's 53 bits hold too few float32 block
+ * sums (blocks of uniform data in [-1, 1) of large inputs would go the slow way). */
 template <typename T> struct OpCheckedSumDd {
     typedef T In;
     typedef T OutT;
@@ -194,7 +193,7 @@ template <> struct OpCheckedSum<double> : OpCheckedSumDd<double> {
 };
 
 /* Chk's sum (OpCheckedSum, OpCheckedSumDd) for a thread's folds in the exact sums
- * (exact.cuh's expansions, exact_grid.cuh's partials, cuda_sm11_compat's group folds),
+ * (agent/exact.cuh's expansions, exact/grid.cuh's partials, cuda_sm11_compat's group folds),
  * whether every addition was exact carried beside the value instead of in it.
  * Chk::combine must test its addition before it can poison its result, which put two
  * subtractions, two compares and a select between one addition and the next; here only
@@ -219,7 +218,7 @@ template <typename Chk> struct OpExactTree {
     }
     static __device__ __forceinline__ bool lost(Acc a) { return !a.ok; }
 };
-/* A chain of the checked sums' combines (ops.cuh's Fold) with the flag beside the value:
+/* A chain of the checked sums' combines (thread/ops.cuh's Fold) with the flag beside the value:
  * only the additions are in a row, one select at the end. */
 template <typename T> struct Fold<OpCheckedSum<T> > {
     typedef OpExactTree<OpCheckedSum<T> > Tree;

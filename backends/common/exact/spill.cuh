@@ -1,5 +1,5 @@
 /*
- * What a thread's expansion cannot hold (exact.cuh, exact_anchor.cuh): its two spill terms
+ * What a thread's expansion cannot hold (agent/exact.cuh, exact/anchor.cuh): its two spill terms
  * in shared memory, then the block's long accumulator; and the slow path of an element
  * that is not finite or too large for the expansion. Written once for both backends.
  */
@@ -12,7 +12,7 @@ namespace gs {
 
 /* A thread's two spill terms, in shared memory (exact_kernel's spill[2][kBlock]; s[0] and
  * s[stride]): the residuals that a vector's expansion could not hold go through them, two
- * more TwoSums, before the long accumulator; float32's fixed point (exact_anchor.cuh) puts
+ * more TwoSums, before the long accumulator; float32's fixed point (exact/anchor.cuh) puts
  * there what its window cannot hold. Data whose exponents spread wide leaves a residual on
  * most elements of an expansion: float64s in [-1, 1) scaled by 2^-j, j up to 60, ran 8
  * times slower than the default at 2^24 without them, 1.9 times with them (and float32,
@@ -27,10 +27,8 @@ template <typename F> struct ExactSpill {
  * they cannot hold flushed; kMark: the block is no longer fast (ExactIn's kSpillFast).
  * One call per vector that has a residual, the spill terms loaded and stored once: a call
  * per residual ran once per element in a warp whose lanes had residuals at different
- * elements, each waiting for the last one's store (bfloat16 over 60 binades, one block:
- * 15 us over the default on an H100). Not inlined, as exact_flush: inlined into every
- * element's path, it pushed float64's kernel past its register bound (36 bytes of
- * spills). */
+ * elements, each waiting for the last one's store. Not inlined, as exact_flush: inlined
+ * into every element's path, it pushed float64's kernel past its register bound. */
 template <typename F, int kPer> struct ExactResiduals {
     F r[kPer];
 };

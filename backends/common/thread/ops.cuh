@@ -1,6 +1,6 @@
 /*
  * The element types and the operations of the reductions, written once for both backends
- * (reduce.cuh's kernel body, segmented.cuh, the exact sums' checked ops): what an element
+ * (agent/reduce.cuh's kernel body, agent/segmented.cuh, the exact sums' checked ops): what an element
  * is computed in and rounded back to (Wide, Narrow, Arith, Bounds), and each op as
  * identity, lift, combine and result over its accumulator (OpSum .. OpXor), with the
  * ARGMIN/ARGMAX keys. Nothing here knows the grid, the Policy or the protocol.
@@ -286,7 +286,7 @@ template <typename T> struct OpArgKey128 {
 };
 /* A chain of combines (cuda_sm11_compat's group folds) through Fold<Op>::F: value(of(a)
  * combined with of(b), ...) is Op::combine(Op::combine(a, b), ...). By default F is the
- * accumulator itself; the exact sums' carries its test beside it (exact_ops.cuh). */
+ * accumulator itself; the exact sums' carries its test beside it (exact/ops.cuh). */
 template <typename Op> struct Fold {
     typedef typename Op::Acc F;
     static __device__ __forceinline__ F of(typename Op::Acc a) { return a; }
