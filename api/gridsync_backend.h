@@ -9,10 +9,11 @@
  *
  * Versioning: GS_BACKEND_ABI_VERSION is (major << 16) | minor. A new major breaks old
  * backends (the entry symbol name changes with it); a new minor only appends members at
- * the end of the structs below, so both sides read struct_size before touching a member
- * past the first version's end. Released versions of this header are kept, frozen, as
- * gridsync_backend_v<major>_<minor>.h (1.0: gridsync_backend_v1.h), and the structs here are
- * laid out from the newest one's member lists.
+ * the end of the structs. Every released version is written out plainly in its own frozen
+ * header, gridsync_backend_v<major>_<minor>.h (1.0: gridsync_backend_v1.h), and the
+ * current structs are the newest one's. The core lifts an older backend's ops into the
+ * current struct in one place (core/loader.c); a backend learns the core's version from
+ * core_abi_version, the first argument of its entry point.
  *
  * This header needs cuda.h (CUDA 12.0 or newer) for the driver's handle types.
  */
@@ -36,12 +37,11 @@ extern "C" {
 #define GS_LOG_ERROR GS_LOG_ERROR_V1_2
 
 /*
- * The current structs are laid out from the newest version's member lists
- * (gridsync_backend_v1_2.h, which begins with gridsync_backend_v1_1.h's, which begin with
- * gridsync_backend_v1.h's): the members and what each means are written there, once.
- * GS_BACKEND_DEFINE_STRUCTS (gridsync_backend_v1_1.h) defines them and the entry point's
- * type; the empty suffix gives the current names. A new minor adds
- * gridsync_backend_v1_<minor>.h and points the line below at its lists.
+ * The current structs are 1.2's: gridsync_backend_v1_2.h writes them out, once, under the
+ * current names (gs_backend_X and gs_backend_X_v1_2 are one type), with what each member
+ * means. A new minor adds gridsync_backend_v1_<minor>.h, points the include above and
+ * the typedef below at it, and moves the current names to its structs
+ * (docs/ABI-policy.md).
  *
  * gs_backend_host: what the core gives a backend: driver entry points and services.
  *
@@ -66,9 +66,10 @@ extern "C" {
  * gs_backend_entry_v1_fn: the entry point every backend exports under
  * GS_BACKEND_ENTRY_V1_NAME. The backend checks GS_BACKEND_ABI_VERSION_MAJOR(core_abi_version)
  * itself (and returns GS_ERROR_BACKEND_ABI_MISMATCH when it differs), keeps `host`, and
- * stores its ops in *ops.
+ * stores its ops in *ops. The minor of core_abi_version tells it which members the core's
+ * structs have: a core older than the backend passes shorter args.
  */
-GS_BACKEND_DEFINE_STRUCTS(V1_2, , gs_backend_entry_v1_fn);
+typedef gs_backend_entry_v1_2_fn gs_backend_entry_v1_fn;
 
 #ifdef __cplusplus
 }

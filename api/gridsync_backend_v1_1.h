@@ -12,9 +12,9 @@
  *     one frozen header per released plugin version for the same reason), and
  *   - a backend that wants to be built against exactly 1.1 whatever gridsync is installed
  *     can include this file instead.
- * Only what 1.1 added is written here; the rest is 1.0's member lists. The consumer test
- * suite checks every offset against gridsync_backend.h (tests/consumer/frozen_backend_check.c).
- * docs/ABI-policy.md has the rules.
+ * Every 1.1 struct is written out whole below; the members 1.0 had mean what
+ * gridsync_backend_v1.h says. The consumer test suite checks every offset against
+ * gridsync_backend.h (tests/consumer/frozen_backend_check.c). docs/ABI-policy.md has the rules.
  *
  * It can be included together with gridsync_backend.h and gridsync_backend_v1.h. Like them,
  * it needs cuda.h (CUDA 12.0 or newer) for the driver's handle types.
@@ -41,65 +41,89 @@ extern "C" {
 #define GS_LOG_DEBUG_V1_1 GS_LOG_DEBUG_V1_0
 #define GS_LOG_ERROR_V1_1 GS_LOG_ERROR_V1_0
 
-/* 1.1 left these structs as 1.0 had them. */
-#define GS_BACKEND_HOST_V1_1_MEMBERS GS_BACKEND_HOST_V1_0_MEMBERS
-#define GS_BACKEND_DEVICE_V1_1_MEMBERS GS_BACKEND_DEVICE_V1_0_MEMBERS
-#define GS_BACKEND_REDUCE_ARGS_V1_1_MEMBERS GS_BACKEND_REDUCE_ARGS_V1_0_MEMBERS
+/* 1.0's host table, unchanged. */
+typedef struct gs_backend_host_v1_1 {
+    uint32_t struct_size;
+    uint32_t abi_version;
+    void (*log)(int level, const char *fmt, ...);
+    void (*set_error)(const char *fmt, ...);
+    CUresult (*cuGetErrorName)(CUresult error, const char **str);
+    CUresult (*cuDeviceGetAttribute)(int *pi, CUdevice_attribute attrib, CUdevice dev);
+    CUresult (*cuModuleLoadData)(CUmodule *module, const void *image);
+    CUresult (*cuModuleUnload)(CUmodule hmod);
+    CUresult (*cuModuleGetFunction)(CUfunction *hfunc, CUmodule hmod, const char *name);
+    CUresult (*cuFuncGetAttribute)(int *pi, CUfunction_attribute attrib, CUfunction hfunc);
+    CUresult (*cuFuncSetAttribute)(CUfunction hfunc, CUfunction_attribute attrib, int value);
+    CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int *numBlocks, CUfunction func, int blockSize,
+                                                            size_t dynamicSMemSize);
+    CUresult (*cuLaunchKernel)(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+                               unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+                               unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra);
+    CUresult (*cuGetProcAddress)(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+                                 CUdriverProcAddressQueryResult *symbolStatus);
+} gs_backend_host_v1_1;
+
+/* 1.0's device, unchanged. */
+typedef struct gs_backend_device_v1_1 {
+    uint32_t struct_size;
+    CUdevice device;
+    CUcontext context;
+    int32_t cc_major;
+    int32_t cc_minor;
+    int32_t multiprocessor_count;
+    int32_t max_threads_per_multiprocessor;
+} gs_backend_device_v1_1;
+
+/* 1.0's reduce args, unchanged. */
+typedef struct gs_backend_reduce_args_v1_1 {
+    uint32_t struct_size;
+    gs_dtype dtype;
+    gs_op op;
+    gs_dtype out_dtype;
+    CUdeviceptr in;
+    uint64_t n;
+    CUdeviceptr out;
+    CUstream stream;
+    CUdeviceptr workspace;
+    uint64_t workspace_bytes;
+} gs_backend_reduce_args_v1_1;
 
 /* New in 1.1: one segmented reduction (gridsync_backend.h says what the core has validated
  * and what it has not). */
-#define GS_BACKEND_SEGMENTED_ARGS_V1_1_MEMBERS                                         \
-    uint32_t struct_size;                                                              \
-    gs_dtype dtype;                                                                    \
-    gs_op op;                                                                          \
-    gs_dtype out_dtype; /* gs_reduce's default for dtype/op */                         \
-    CUdeviceptr in;                                                                    \
-    uint64_t n;                                                                        \
-    CUdeviceptr offsets;                                                               \
-    uint64_t num_segments;                                                             \
-    CUdeviceptr out;                                                                   \
-    CUstream stream;                                                                   \
-    CUdeviceptr workspace; /* as in the reduce args: the same per-stream buffer */     \
+typedef struct gs_backend_segmented_args_v1_1 {
+    uint32_t struct_size;
+    gs_dtype dtype;
+    gs_op op;
+    gs_dtype out_dtype; /* gs_reduce's default for dtype/op */
+    CUdeviceptr in;
+    uint64_t n;
+    CUdeviceptr offsets;
+    uint64_t num_segments;
+    CUdeviceptr out;
+    CUstream stream;
+    CUdeviceptr workspace; /* as in the reduce args: the same per-stream buffer */
     uint64_t workspace_bytes;
+} gs_backend_segmented_args_v1_1;
 
 /* 1.0's ops, then segmented_reduce. */
-#define GS_BACKEND_OPS_V1_1_MEMBERS(device_t, reduce_args_t, segmented_args_t)          \
-    GS_BACKEND_OPS_V1_0_MEMBERS(device_t, reduce_args_t)                                \
-    /* ---- ABI 1.1 ---- */                                                             \
-    /* Optional. Queues a segmented reduction (one launch) on args->stream; never       \
-     * synchronizes the host. Absent (NULL, or not covered by struct_size): the core    \
-     * answers gs_segmented_reduce with GS_ERROR_UNSUPPORTED. */                        \
-    gs_status (*segmented_reduce)(gs_backend_instance *instance, const segmented_args_t *args);
+typedef struct gs_backend_ops_v1_1 {
+    uint32_t struct_size;
+    uint32_t abi_version;
+    const char *name;
+    gs_status (*open)(const gs_backend_device_v1_1 *device, gs_backend_instance **instance);
+    void (*close)(gs_backend_instance *instance);
+    gs_status (*query_reduce)(const gs_backend_instance *instance, gs_dtype dtype, gs_op op, gs_dtype out_dtype);
+    uint64_t (*workspace_size)(const gs_backend_instance *instance);
+    gs_status (*reduce)(gs_backend_instance *instance, const gs_backend_reduce_args_v1_1 *args);
+    /* ---- ABI 1.1 ---- */
+    /* Optional. Queues a segmented reduction (one launch) on args->stream; never
+     * synchronizes the host. Absent (NULL, or not covered by struct_size): the core
+     * answers gs_segmented_reduce with GS_ERROR_UNSUPPORTED. */
+    gs_status (*segmented_reduce)(gs_backend_instance *instance, const gs_backend_segmented_args_v1_1 *args);
+} gs_backend_ops_v1_1;
 
-/*
- * GS_BACKEND_DEFINE_STRUCTS(V, sfx, entry_fn) defines the types of one backend ABI version,
- * from 1.1 on, out of that version's member lists GS_BACKEND_<STRUCT>_<V>_MEMBERS:
- *   struct gs_backend_host<sfx>            (and a typedef of the same name),
- *   struct gs_backend_device<sfx>,
- *   struct gs_backend_reduce_args<sfx>,
- *   struct gs_backend_segmented_args<sfx>,
- *   struct gs_backend_ops<sfx>             (its functions take that version's structs),
- * and entry_fn, the type of the entry point that takes that version's host and ops.
- * Below, GS_BACKEND_DEFINE_STRUCTS(V1_1, _v1_1, ...) gives the gs_backend_*_v1_1 structs;
- * gridsync_backend.h passes an empty sfx for the current names. Every version keeps its own
- * struct tags (gridsync_backend_v1.h says why); the macro only writes their typedefs once.
- * 1.0 had four structs and a two-argument ops list: gridsync_backend_v1.h writes its own.
- */
-#define GS_BACKEND_DEFINE_STRUCT(tag, members) typedef struct tag { members } tag;
-#define GS_BACKEND_DEFINE_STRUCTS(V, sfx, entry_fn)                                               \
-    GS_BACKEND_DEFINE_STRUCT(gs_backend_host##sfx, GS_BACKEND_HOST_##V##_MEMBERS)                   \
-    GS_BACKEND_DEFINE_STRUCT(gs_backend_device##sfx, GS_BACKEND_DEVICE_##V##_MEMBERS)               \
-    GS_BACKEND_DEFINE_STRUCT(gs_backend_reduce_args##sfx, GS_BACKEND_REDUCE_ARGS_##V##_MEMBERS)     \
-    GS_BACKEND_DEFINE_STRUCT(gs_backend_segmented_args##sfx,                                      \
-                             GS_BACKEND_SEGMENTED_ARGS_##V##_MEMBERS)                             \
-    GS_BACKEND_DEFINE_STRUCT(gs_backend_ops##sfx,                                                 \
-                             GS_BACKEND_OPS_##V##_MEMBERS(gs_backend_device##sfx,                 \
-                                                          gs_backend_reduce_args##sfx,            \
-                                                          gs_backend_segmented_args##sfx))        \
-    typedef gs_status (*entry_fn)(uint32_t core_abi_version, const gs_backend_host##sfx *host,     \
-                                  const gs_backend_ops##sfx **ops)
-
-GS_BACKEND_DEFINE_STRUCTS(V1_1, _v1_1, gs_backend_entry_v1_1_fn);
+typedef gs_status (*gs_backend_entry_v1_1_fn)(uint32_t core_abi_version, const gs_backend_host_v1_1 *host,
+                                              const gs_backend_ops_v1_1 **ops);
 
 #ifdef __cplusplus
 }

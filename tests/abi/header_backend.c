@@ -1,8 +1,11 @@
-/* gridsync_backend.h must compile cleanly on its own as C11 (with cuda.h), and its
- * driver prototypes must be exactly the ABI versions the core resolves (core/driver.h):
- * the core hands its resolved pointers straight to backends. */
+/* gridsync_backend.h must compile cleanly on its own as C11 (with cuda.h), also next to
+ * every frozen header, and its driver prototypes must be exactly the ABI versions the core
+ * resolves (core/driver.h): the core hands its resolved pointers straight to backends. */
 #include "gridsync_backend.h"
 #include "gridsync_backend.h"
+#include "gridsync_backend_v1.h"
+#include "gridsync_backend_v1_1.h"
+#include "gridsync_backend_v1_2.h"
 
 #include <cudaTypedefs.h>
 
@@ -25,3 +28,14 @@ _Static_assert(__builtin_types_compatible_p(gs_backend_entry_v1_fn,
                "the v1 entry point's type changed");
 _Static_assert(GS_BACKEND_ABI_VERSION_MAJOR(GS_BACKEND_ABI_VERSION) == GS_BACKEND_ABI_MAJOR,
                "GS_BACKEND_ABI_VERSION encodes major << 16 | minor");
+
+/* The current names are the newest frozen version's structs, not copies of them. */
+#define CURRENT_IS(name, frozen)                                                   \
+    _Static_assert(__builtin_types_compatible_p(name, frozen), #name " is not " #frozen)
+CURRENT_IS(gs_backend_host, gs_backend_host_v1_2);
+CURRENT_IS(gs_backend_device, gs_backend_device_v1_2);
+CURRENT_IS(gs_backend_reduce_args, gs_backend_reduce_args_v1_2);
+CURRENT_IS(gs_backend_segmented_args, gs_backend_segmented_args_v1_2);
+CURRENT_IS(gs_backend_ops, gs_backend_ops_v1_2);
+CURRENT_IS(gs_backend_entry_v1_fn, gs_backend_entry_v1_2_fn);
+_Static_assert(GS_BACKEND_ABI_VERSION == GS_BACKEND_ABI_VERSION_V1_2, "the current minor is not the newest frozen one");

@@ -23,6 +23,13 @@
         if (sizeof(type) < (size))                                                                \
             CHECK_FAIL("sizeof(%s) is %zu, smaller than released (%d)", #type, sizeof(type), (int)(size)); \
     } while (0)
+/* A frozen header's struct: the released members at their offsets, and exactly the
+ * released size (the header's GS_BACKEND_*_V1_<minor>_SIZE). */
+#define CHECK_FROZEN(type, list, size)                                                            \
+    do {                                                                                          \
+        list(CHECK_OFFSET, type)                                                                  \
+        CHECK_INT(sizeof(type), size);                                                            \
+    } while (0)
 
 int main(void)
 {
@@ -41,6 +48,22 @@ int main(void)
     CHECK_LAYOUT(gs_backend_reduce_args, BACKEND_REDUCE_ARGS_1_2, GS_BACKEND_REDUCE_ARGS_V1_2_SIZE);
     CHECK_LAYOUT(gs_backend_segmented_args, BACKEND_SEGMENTED_ARGS_1_2, GS_BACKEND_SEGMENTED_ARGS_V1_2_SIZE);
     CHECK_LAYOUT(gs_backend_ops, BACKEND_OPS_1_2, GS_BACKEND_OPS_V1_2_SIZE);
+
+    /* The frozen headers, one per released minor. */
+    CHECK_FROZEN(gs_backend_host_v1_0, BACKEND_HOST_1_0, GS_BACKEND_HOST_V1_0_SIZE);
+    CHECK_FROZEN(gs_backend_device_v1_0, BACKEND_DEVICE_1_0, GS_BACKEND_DEVICE_V1_0_SIZE);
+    CHECK_FROZEN(gs_backend_reduce_args_v1_0, BACKEND_REDUCE_ARGS_1_0, GS_BACKEND_REDUCE_ARGS_V1_0_SIZE);
+    CHECK_FROZEN(gs_backend_ops_v1_0, BACKEND_OPS_1_0, GS_BACKEND_OPS_V1_0_SIZE);
+    CHECK_FROZEN(gs_backend_host_v1_1, BACKEND_HOST_1_0, GS_BACKEND_HOST_V1_1_SIZE);
+    CHECK_FROZEN(gs_backend_device_v1_1, BACKEND_DEVICE_1_0, GS_BACKEND_DEVICE_V1_1_SIZE);
+    CHECK_FROZEN(gs_backend_reduce_args_v1_1, BACKEND_REDUCE_ARGS_1_0, GS_BACKEND_REDUCE_ARGS_V1_1_SIZE);
+    CHECK_FROZEN(gs_backend_segmented_args_v1_1, BACKEND_SEGMENTED_ARGS_1_1, GS_BACKEND_SEGMENTED_ARGS_V1_1_SIZE);
+    CHECK_FROZEN(gs_backend_ops_v1_1, BACKEND_OPS_1_1, GS_BACKEND_OPS_V1_1_SIZE);
+    CHECK_FROZEN(gs_backend_host_v1_2, BACKEND_HOST_1_0, GS_BACKEND_HOST_V1_2_SIZE);
+    CHECK_FROZEN(gs_backend_device_v1_2, BACKEND_DEVICE_1_0, GS_BACKEND_DEVICE_V1_2_SIZE);
+    CHECK_FROZEN(gs_backend_reduce_args_v1_2, BACKEND_REDUCE_ARGS_1_2, GS_BACKEND_REDUCE_ARGS_V1_2_SIZE);
+    CHECK_FROZEN(gs_backend_segmented_args_v1_2, BACKEND_SEGMENTED_ARGS_1_2, GS_BACKEND_SEGMENTED_ARGS_V1_2_SIZE);
+    CHECK_FROZEN(gs_backend_ops_v1_2, BACKEND_OPS_1_2, GS_BACKEND_OPS_V1_2_SIZE);
 
     /* The ABI version a 1.0 backend was built with must still be what this header says
      * is compatible: same major. */
