@@ -225,8 +225,7 @@ GS_API gs_status gs_segmented_reduce(gs_context *ctx, const void *in, uint64_t n
     if ((st = gs_context_resolve(&ctx, &drv)) != GS_SUCCESS)
         return st;
     const gs_backend_ops *ops = ctx->backend->ops;
-    if (ops->struct_size < offsetof(gs_backend_ops, segmented_reduce) + sizeof ops->segmented_reduce ||
-        !ops->segmented_reduce)
+    if (!ops->segmented_reduce) /* NULL for a 1.0 backend too (loader.c: lift_ops) */
         return gs_fail(GS_ERROR_UNSUPPORTED, "%s: backend %s (%s, backend ABI %u.%u) has no segmented reduction", fn,
                        ops->name, ctx->backend->path, GS_BACKEND_ABI_VERSION_MAJOR(ops->abi_version),
                        ops->abi_version & 0xffffu);

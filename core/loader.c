@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,7 +77,8 @@ const gs_backend_host *gs_backend_host_table(void)
 /* Remembered outcome of loading one path (sticky, as NCCL does with plugins). */
 typedef struct loaded_entry {
     struct loaded_entry *next;
-    gs_backend_file file;
+    gs_backend_file file; /* file.ops points to `ops` */
+    gs_backend_ops ops;   /* the backend's table, lifted into the current struct */
     gs_status status;
     char *message;
 } loaded_entry;
@@ -84,8 +86,45 @@ typedef struct loaded_entry {
 static pthread_mutex_t g_loaded_lock = PTHREAD_MUTEX_INITIALIZER;
 static loaded_entry *g_loaded;
 
-/* Offsets of the v1 members every backend must fill. */
-#define OPS_V1_END (offsetof(gs_backend_ops, reduce) + sizeof(((gs_backend_ops *)0)->reduce))
+/* ---- the one adapter: any 1.x backend's ops as the current struct ---------------------- */
+
+/* Every minor only appended to the ops of the one before, so a table of minor m is the
+ * current struct's first sizeof(gs_backend_ops_v1_m) bytes. */
+#define GS_SAME_PLACE(old, member)                                                              \
+    _Static_assert(offsetof(old, member) == offsetof(gs_backend_ops, member) &&                 \
+                       sizeof(((old *)0)->member) == sizeof(((gs_backend_ops *)0)->member),    \
+                   #old "." #member " is not where the current ops have it")
+GS_SAME_PLACE(gs_backend_ops_v1_0, reduce);
+GS_SAME_PLACE(gs_backend_ops_v1_1, segmented_reduce);
+GS_SAME_PLACE(gs_backend_ops_v1_2, query_reduce_flags);
+_Static_assert(sizeof(gs_backend_ops) == sizeof(gs_backend_ops_v1_2),
+               "a new backend ABI minor: add its frozen ops to lift_ops");
+#undef GS_SAME_PLACE
+
+/*
+ * Lifts the table a backend returned into `out`, the current struct: the members of the
+ * newest released minor that its struct_size covers are copied, and every member after
+ * them (the optional functions of later minors) is NULL. The rest of core/ reads the
+ * lifted table only, never a struct_size: a member is there when it is non-NULL. `out`
+ * keeps the backend's abi_version (for messages) and says sizeof(gs_backend_ops).
+ * Returns 0 when the table is smaller than 1.0's, which had no optional member.
+ */
+static int lift_ops(const gs_backend_ops *ops, gs_backend_ops *out)
+{
+    size_t covered;
+    if (ops->struct_size >= sizeof(gs_backend_ops_v1_2))
+        covered = sizeof(gs_backend_ops_v1_2);
+    else if (ops->struct_size >= sizeof(gs_backend_ops_v1_1))
+        covered = sizeof(gs_backend_ops_v1_1);
+    else if (ops->struct_size >= sizeof(gs_backend_ops_v1_0))
+        covered = sizeof(gs_backend_ops_v1_0);
+    else
+        return 0;
+    memset(out, 0, sizeof *out);
+    memcpy(out, ops, covered);
+    out->struct_size = sizeof *out;
+    return 1;
+}
 
 /* Checks a backend file before dlopen, which would otherwise do harm with two kinds of
  * file; returns 0 when dlopen may go ahead (it then says in its own words why a file is no
@@ -157,7 +196,7 @@ static int unloadable_file(const char *path, char *why, size_t len)
     return bad;
 }
 
-static gs_status load_file_uncached(const char *path, const gs_backend_ops **ops_out)
+static gs_status load_file_uncached(const char *path, gs_backend_ops *lifted)
 {
     /* A file that cannot be loaded at all is not a backend: BACKEND_NOT_FOUND (the
      * header's contract); INIT_FAILED is for a backend that loaded and then failed. */
@@ -200,26 +239,25 @@ static gs_status load_file_uncached(const char *path, const gs_backend_ops **ops
                        maj, min, GS_BACKEND_ABI_MAJOR, GS_BACKEND_ABI_MINOR);
     }
     const char *missing = NULL;
-    if (ops->struct_size < OPS_V1_END)
+    if (!lift_ops(ops, lifted))
         missing = "(ops table too small for ABI 1.0)";
-    else if (!ops->name || !ops->name[0])
+    else if (!lifted->name || !lifted->name[0])
         missing = "name";
-    else if (!ops->open)
+    else if (!lifted->open)
         missing = "open";
-    else if (!ops->close)
+    else if (!lifted->close)
         missing = "close";
-    else if (!ops->query_reduce)
+    else if (!lifted->query_reduce)
         missing = "query_reduce";
-    else if (!ops->workspace_size)
+    else if (!lifted->workspace_size)
         missing = "workspace_size";
-    else if (!ops->reduce)
+    else if (!lifted->reduce)
         missing = "reduce";
     if (missing) {
         dlclose(h);
         return gs_fail(GS_ERROR_BACKEND_INCOMPLETE, "%s: backend lacks required member %s", path, missing);
     }
-    *ops_out = ops; /* the handle stays open: the ops point into it */
-    return GS_SUCCESS;
+    return GS_SUCCESS; /* the handle stays open: the lifted ops point into it */
 }
 
 static gs_status load_file(const char *path, const gs_backend_file **out)
@@ -239,7 +277,8 @@ static gs_status load_file(const char *path, const gs_backend_file **out)
             return gs_fail(GS_ERROR_OUT_OF_MEMORY, "out of host memory loading %s", path);
         }
         e->file.path = p;
-        e->status = load_file_uncached(path, &e->file.ops);
+        e->status = load_file_uncached(path, &e->ops);
+        e->file.ops = e->status == GS_SUCCESS ? &e->ops : NULL;
         if (e->status != GS_SUCCESS)
             e->message = strdup(gs_last_error_message());
         e->next = g_loaded;

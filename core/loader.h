@@ -11,6 +11,8 @@
  * never retried. */
 typedef struct gs_backend_file {
     char *path;
+    /* The backend's ops lifted into the current struct (loader.c: lift_ops), whatever
+     * minor it was built for: an optional member it lacks is NULL. */
     const gs_backend_ops *ops;
 } gs_backend_file;
 

@@ -154,9 +154,8 @@ gs_status gs_check_supported_flags(const gs_context *ctx, const char *fn, gs_dty
                                    gs_dtype out_dtype, uint32_t flags)
 {
     const gs_backend_ops *ops = ctx->backend->ops;
-    const int has = ops->struct_size >= offsetof(gs_backend_ops, query_reduce_flags) + sizeof ops->query_reduce_flags &&
-                    ops->query_reduce_flags;
-    if (has && ops->query_reduce_flags(ctx->instance, dtype, op, out_dtype, flags) == GS_SUCCESS)
+    /* NULL for a backend older than 1.2 too (loader.c: lift_ops) */
+    if (ops->query_reduce_flags && ops->query_reduce_flags(ctx->instance, dtype, op, out_dtype, flags) == GS_SUCCESS)
         return GS_SUCCESS;
     return gs_fail(GS_ERROR_UNSUPPORTED, "%s: backend %s (%s, backend ABI %u.%u) does not offer exact sums of %s into %s",
                    fn, ops->name, ctx->backend->path, GS_BACKEND_ABI_VERSION_MAJOR(ops->abi_version),

@@ -79,8 +79,6 @@ static void probe_set_error(const char *fmt, ...)
     va_end(ap);
 }
 
-#define HAS_MEMBER(ops, m) ((ops)->struct_size >= offsetof(gs_backend_ops, m) + sizeof((ops)->m) && (ops)->m)
-
 /* 1 and the backend's name and ABI, or 0 and why the core would refuse the file. */
 static int probe(const char *path, char *name, size_t name_len, uint32_t *abi, char *why, size_t why_len)
 {
@@ -112,8 +110,8 @@ static int probe(const char *path, char *name, size_t name_len, uint32_t *abi, c
         snprintf(why, why_len, "backend ABI %u.%u, but this gridsync speaks %u.%u (the major must match)",
                  (unsigned)GS_BACKEND_ABI_VERSION_MAJOR(ops->abi_version), (unsigned)(ops->abi_version & 0xffffu),
                  (unsigned)GS_BACKEND_ABI_MAJOR, (unsigned)GS_BACKEND_ABI_MINOR);
-    else if (!ops->name || !ops->name[0] || !HAS_MEMBER(ops, open) || !HAS_MEMBER(ops, close) ||
-             !HAS_MEMBER(ops, query_reduce) || !HAS_MEMBER(ops, workspace_size) || !HAS_MEMBER(ops, reduce))
+    else if (ops->struct_size < sizeof(gs_backend_ops_v1_0) || !ops->name || !ops->name[0] || !ops->open ||
+             !ops->close || !ops->query_reduce || !ops->workspace_size || !ops->reduce) /* 1.0's members */
         snprintf(why, why_len, "incomplete: a required member of its ops table is missing");
     else {
         snprintf(name, name_len, "%s", ops->name);

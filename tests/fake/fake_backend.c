@@ -10,6 +10,10 @@
  *   FAKE_NO_REDUCE         ops->reduce is NULL
  *   FAKE_SMALL_STRUCT      ops->struct_size ends before reduce
  *   FAKE_OPEN_NO_IMAGE     open() returns GS_ERROR_NO_KERNEL_IMAGE (no code for the device)
+ *   FAKE_ABI_1_0           a backend built for ABI 1.0: its struct_size and abi_version are
+ *                          1.0's, and the ops members past them hold functions that record
+ *                          "PAST_STRUCT_SIZE" if anything calls them (a core must not)
+ *   FAKE_ABI_1_1           the same for ABI 1.1, whose segmented_reduce is its own
  *
  * FAKE_BACKEND_NAME is ops->name. Every call is appended to the file named by
  * FAKE_BACKEND_LOG as "<name>: <call> <arguments>", so a test can compare what the backend
@@ -185,14 +189,55 @@ static gs_status be_reduce(gs_backend_instance *inst, const gs_backend_reduce_ar
 }
 #endif
 
+#if defined(FAKE_ABI_1_0)
+/* What lies in memory after an older backend's table: never its functions, so never called. */
+static gs_status past_end_segmented_reduce(gs_backend_instance *inst, const gs_backend_segmented_args *a)
+{
+    (void)inst;
+    (void)a;
+    record("PAST_STRUCT_SIZE segmented_reduce");
+    return GS_SUCCESS;
+}
+#endif
+
+#if defined(FAKE_ABI_1_0) || defined(FAKE_ABI_1_1)
+static gs_status past_end_query_reduce_flags(const gs_backend_instance *inst, gs_dtype dtype, gs_op op, gs_dtype out,
+                                             uint32_t flags)
+{
+    (void)inst;
+    record("PAST_STRUCT_SIZE query_reduce_flags dtype=%d op=%d out=%d flags=%u", (int)dtype, (int)op, (int)out,
+           (unsigned)flags);
+    return GS_SUCCESS;
+}
+#endif
+
+#ifdef FAKE_ABI_1_1
+/* 1.1's segmented reduction, recorded; its args end before 1.2's flags. */
+static gs_status be_segmented_reduce(gs_backend_instance *inst, const gs_backend_segmented_args *a)
+{
+    record("segmented_reduce dtype=%d op=%d out=%d n=%llu segments=%llu struct_size=%u current=%d", (int)a->dtype,
+           (int)a->op, (int)a->out_dtype, (unsigned long long)a->n, (unsigned long long)a->num_segments,
+           (unsigned)a->struct_size, is_current(inst->dev.context));
+    return GS_SUCCESS;
+}
+#endif
+
 static const gs_backend_ops ops = {
-#ifdef FAKE_SMALL_STRUCT
+#if defined(FAKE_SMALL_STRUCT)
     .struct_size = offsetof(gs_backend_ops, reduce),
+#elif defined(FAKE_ABI_1_0)
+    .struct_size = sizeof(gs_backend_ops_v1_0),
+#elif defined(FAKE_ABI_1_1)
+    .struct_size = sizeof(gs_backend_ops_v1_1),
 #else
     .struct_size = sizeof(gs_backend_ops),
 #endif
-#ifdef FAKE_WRONG_ABI_MAJOR
+#if defined(FAKE_WRONG_ABI_MAJOR)
     .abi_version = (2u << 16) | 0u,
+#elif defined(FAKE_ABI_1_0)
+    .abi_version = GS_BACKEND_ABI_VERSION_V1_0,
+#elif defined(FAKE_ABI_1_1)
+    .abi_version = GS_BACKEND_ABI_VERSION_V1_1,
 #else
     .abi_version = GS_BACKEND_ABI_VERSION,
 #endif
@@ -203,6 +248,14 @@ static const gs_backend_ops ops = {
     .workspace_size = be_workspace_size,
 #ifndef FAKE_NO_REDUCE
     .reduce = be_reduce,
+#endif
+#if defined(FAKE_ABI_1_0)
+    .segmented_reduce = past_end_segmented_reduce,
+#elif defined(FAKE_ABI_1_1)
+    .segmented_reduce = be_segmented_reduce,
+#endif
+#if defined(FAKE_ABI_1_0) || defined(FAKE_ABI_1_1)
+    .query_reduce_flags = past_end_query_reduce_flags,
 #endif
 };
 

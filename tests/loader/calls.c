@@ -218,6 +218,57 @@ static int segmented_old_backend(void)
     return 0;
 }
 
+/* gs_segmented_reduce of one segment of 10 floats, with `flags`. */
+static gs_status segment_of_ten(gs_context *ctx, CUdeviceptr in, CUdeviceptr offs, CUdeviceptr out, uint32_t flags)
+{
+    int64_t *o = (int64_t *)(uintptr_t)offs; /* the fake's device memory is host memory */
+    o[0] = 0;
+    o[1] = 10;
+    return gs_segmented_reduce(ctx, (const void *)(uintptr_t)in, 10, GS_FLOAT32, GS_OP_SUM, (const int64_t *)o, 1,
+                               (void *)(uintptr_t)out, NULL, flags);
+}
+
+/* A backend built for an older minor (`arg`: "1.0" or "1.1", the fakes fake_abi_1_0 and
+ * fake_abi_1_1) does what its minor has; what it lacks is UNSUPPORTED, named with its
+ * version. The functions in memory past its struct_size are never called: the core lifts
+ * its table into the current struct once, at load (core/loader.c), and reads nothing else. */
+static int older_backend(const test_case *c)
+{
+    const int minor = c->arg[2] - '0';
+    char name[32], version[32];
+    snprintf(name, sizeof name, "fake_abi_1_%d", minor);
+    snprintf(version, sizeof version, "backend ABI %s", c->arg);
+    app_init(1);
+    CUdeviceptr in = app_alloc(4000), offs = app_alloc(16), out = app_alloc(8);
+    gs_context *ctx = create_context(name, NULL);
+    if (!ctx)
+        return 0;
+    CHECK_STATUS(reduce_f32(ctx, in, 1000, out, NULL), GS_SUCCESS);
+    if (minor >= 1) {
+        CHECK_STATUS(segment_of_ten(ctx, in, offs, out, 0), GS_SUCCESS);
+        CHECK_INT(backend_log_lines("segmented_reduce dtype=4 op=0 out=4 n=10 segments=1 "), 1);
+    } else {
+        CHECK_STATUS(segment_of_ten(ctx, in, offs, out, 0), GS_ERROR_UNSUPPORTED);
+        CHECK_HAS(gs_last_error_message(), "no segmented reduction");
+        CHECK_HAS(gs_last_error_message(), version);
+    }
+    /* Exact sums are 1.2's: refused by the core, never sent. */
+    const gs_reduce_options exact = {.struct_size = sizeof exact, .out_dtype = GS_OUT_DEFAULT, .flags = GS_REDUCE_EXACT};
+    CHECK_STATUS(gs_reduce_ex(ctx, (const void *)(uintptr_t)in, 10, GS_FLOAT32, GS_OP_SUM, (void *)(uintptr_t)out,
+                              NULL, &exact),
+                 GS_ERROR_UNSUPPORTED);
+    CHECK_HAS(gs_last_error_message(), "does not offer exact sums");
+    CHECK_HAS(gs_last_error_message(), version);
+    CHECK_STATUS(segment_of_ten(ctx, in, offs, out, GS_SEGMENTED_EXACT), GS_ERROR_UNSUPPORTED);
+    CHECK_HAS(gs_last_error_message(), minor >= 1 ? "does not offer exact sums" : "no segmented reduction");
+    CHECK_INT(backend_log_lines("PAST_STRUCT_SIZE"), 0);
+    char reduce_line[64];
+    snprintf(reduce_line, sizeof reduce_line, "%s: reduce ", name);
+    CHECK_INT(backend_log_lines(reduce_line), 1); /* the float32 sum alone */
+    CHECK_STATUS(gs_context_destroy(ctx), GS_SUCCESS);
+    return 0;
+}
+
 const test_case calls_cases[] = {
     CASE("good-call-log", good_call_log, USE_GOOD),
     CASE("stream-other-context", stream_other_context, "FAKE_CUDA_DEVICES=2", USE_GOOD),
@@ -225,5 +276,7 @@ const test_case calls_cases[] = {
     CASE("pointer-checks", pointer_checks, USE_GOOD),
     CASE("unsupported-by-backend", unsupported_by_backend, USE_GOOD),
     CASE("segmented-old-backend", segmented_old_backend, USE_GOOD),
+    CASE_WITH("abi-1.0-backend", older_backend, GS_SUCCESS, "1.0", FORCE(fake_abi_1_0)),
+    CASE_WITH("abi-1.1-backend", older_backend, GS_SUCCESS, "1.1", FORCE(fake_abi_1_1)),
     END_OF_CASES,
 };
