@@ -297,9 +297,17 @@ static gs_status load_file(const char *path, const gs_backend_file **out)
 
 typedef struct dir_list {
     char *dirs[MAX_DIRS];
+    /* Each directory's identity (st_dev, st_ino) where stat() succeeded: one directory may
+     * have several names (on a merged-/usr system /lib is /usr/lib). */
+    struct {
+        dev_t dev;
+        ino_t ino;
+        int known;
+    } id[MAX_DIRS];
     int n;
 } dir_list;
 
+/* Appends a directory unless it is already listed, under the same name or another one. */
 static void add_dir(dir_list *l, const char *dir, size_t len, const char *origin)
 {
     if (len == 0)
@@ -314,8 +322,20 @@ static void add_dir(dir_list *l, const char *dir, size_t len, const char *origin
     if (l->n == MAX_DIRS)
         return;
     char *d = strndup(dir, len);
-    if (d)
-        l->dirs[l->n++] = d;
+    if (!d)
+        return;
+    struct stat sb;
+    const int known = stat(d, &sb) == 0;
+    for (int i = 0; known && i < l->n; i++)
+        if (l->id[i].known && l->id[i].dev == sb.st_dev && l->id[i].ino == sb.st_ino) {
+            gs_trace("loader: %s (from %s) is the same directory as %s: searched once", d, origin, l->dirs[i]);
+            free(d);
+            return;
+        }
+    l->id[l->n].dev = known ? sb.st_dev : 0;
+    l->id[l->n].ino = known ? sb.st_ino : 0;
+    l->id[l->n].known = known;
+    l->dirs[l->n++] = d;
 }
 
 static void free_dirs(dir_list *l)

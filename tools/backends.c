@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "gridsync_backend.h"
@@ -28,17 +29,30 @@
 typedef struct dir_entry {
     char path[4096];
     const char *source;
+    /* The directory's identity, where stat() succeeded (the core's rule, core/loader.c). */
+    dev_t dev;
+    ino_t ino;
+    int known;
 } dir_entry;
 
+/* Searched once, where it first appears: under the same name, or under another name of
+ * the same directory (on a merged-/usr system /lib is /usr/lib). */
 static int add_dir(dir_entry *dirs, int n, const char *path, size_t len, const char *source)
 {
     if (len == 0 || len >= sizeof dirs[0].path || n >= MAX_DIRS)
         return n;
-    for (int i = 0; i < n; i++) /* searched once, where it first appears */
+    for (int i = 0; i < n; i++)
         if (strlen(dirs[i].path) == len && strncmp(dirs[i].path, path, len) == 0)
             return n;
     memcpy(dirs[n].path, path, len);
     dirs[n].path[len] = '\0';
+    struct stat sb;
+    dirs[n].known = stat(dirs[n].path, &sb) == 0;
+    dirs[n].dev = dirs[n].known ? sb.st_dev : 0;
+    dirs[n].ino = dirs[n].known ? sb.st_ino : 0;
+    for (int i = 0; dirs[n].known && i < n; i++)
+        if (dirs[i].known && dirs[i].dev == dirs[n].dev && dirs[i].ino == dirs[n].ino)
+            return n;
     dirs[n].source = source;
     return n + 1;
 }

@@ -206,6 +206,53 @@ static int debug_trace(void)
     return 0;
 }
 
+/* A merged-/usr system: lib is a link to usr/lib, so one directory has two names, both in
+ * the search path (there, the one next to libgridsync and the configured one). It is
+ * searched once, under the name that comes first. */
+static int path_same_directory(void)
+{
+    char root[PATH_MAX - 64], usr[PATH_MAX], lib[PATH_MAX], dir[PATH_MAX], file[PATH_MAX], path[2 * PATH_MAX + 2];
+    snprintf(root, sizeof root, "%s", tmp_path("root"));
+    snprintf(usr, sizeof usr, "%s/usr", root);
+    snprintf(dir, sizeof dir, "%s/usr/lib", root);
+    snprintf(lib, sizeof lib, "%s/lib", root);
+    snprintf(file, sizeof file, "%s/usr/lib/gridsync", root);
+    const char *made[] = {root, usr, dir, file};
+    for (size_t i = 0; i < 4; i++)
+        if (mkdir(made[i], 0755) != 0) {
+            CHECK_FAIL("mkdir(%s): %s", made[i], strerror(errno));
+            return 0;
+        }
+    snprintf(file, sizeof file, "%s/usr/lib/gridsync/gridsync-cuda_sm11_compat.so", root);
+    if (symlink("usr/lib", lib) != 0 || symlink(FALLBACK_SM11_PATH, file) != 0) {
+        CHECK_FAIL("symlink: %s", strerror(errno));
+        return 0;
+    }
+    snprintf(lib, sizeof lib, "%s/lib/gridsync", root);
+    snprintf(usr, sizeof usr, "%s/usr/lib/gridsync", root);
+    snprintf(path, sizeof path, "%s:%s", lib, usr);
+    setenv("GRIDSYNC_BACKEND_PATH", path, 1);
+    char *out = stderr_of_create();
+    int as_lib = 0, as_usr = 0;
+    for (const char *line = out; *line;) {
+        const char *end = strchr(line, '\n');
+        const size_t len = end ? (size_t)(end - line) : strlen(line);
+        char text[PATH_MAX + 128];
+        snprintf(text, sizeof text, "%.*s", (int)len, line);
+        if (strstr(text, "loader: search directory ")) {
+            as_lib += strstr(text, lib) != NULL;
+            as_usr += strstr(text, usr) != NULL;
+        }
+        line += len + (end != NULL);
+    }
+    CHECK_INT(as_lib, 1);
+    CHECK_INT(as_usr, 0);
+    CHECK_HAS(find_line(out, usr, 0), "is the same directory as");
+    printf("trace:\n%s", out);
+    free(out);
+    return 0;
+}
+
 static int debug_off(void)
 {
     /* Without GRIDSYNC_DEBUG (or with GRIDSYNC_DEBUG=0), a skipped backend is no reason
@@ -221,6 +268,7 @@ const test_case selection_cases[] = {
     CASE("path-order", path_order, NO_ENV),
     CASE("path-relative-ignored", path_relative_ignored, NO_ENV),
     CASE("backend-dir-missing", backend_dir_missing, NO_ENV),
+    CASE("path-same-directory", path_same_directory, "GRIDSYNC_DEBUG=1"),
     /* Past a preferred backend that fails to open, fails to load, or is no file. */
     CASE("fallback-open-fails", fallback_open_fails, FALLBACK_PATH),
     CASE("fallback-load-fails", fallback_load_fails, NO_ENV),

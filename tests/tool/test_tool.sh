@@ -2,8 +2,9 @@
 # The `gridsync` command without a GPU: usage errors exit 2 with a pointer to --help,
 # --help and --version exit 0; without a CUDA driver info/reduce/segmented/selftest
 # exit 3 with one clear line naming the reason (info also prints the library version,
-# the backend directories and files, and a hint), GRIDSYNC_DEBUG=1 adds no line of the
-# tool's that repeats the library's trace, and --json prints one object python parses.
+# the backend directories and files, each directory once however many names it has, and a
+# hint), GRIDSYNC_DEBUG=1 adds no line of the tool's that repeats the library's trace, and
+# --json prints one object python parses.
 # Where a driver is installed (a GPU machine) the no-driver half is skipped: the gpu
 # suite covers the command there.
 #   test_tool.sh PATH-TO-gridsync EXPECTED-VERSION BASH-COMPLETION-FILE [BACKEND-BUILD-DIR]
@@ -131,6 +132,14 @@ else
     fi
     GRIDSYNC_BACKEND_PATH=$dirs json_check \
         "o['library_version'] == '$version' and o['backends'][0]['file'].endswith('gridsync-bogus.so') and 'rejected' in o['backends'][0] and o['hint']" \
+        info --json
+    # one directory under two names (merged /usr: lib is a link to usr/lib) is listed once,
+    # under the name that comes first, and so is each of its files
+    mkdir -p "$tmp/root/usr/lib/gridsync"
+    ln -s usr/lib "$tmp/root/lib"
+    echo 'not a shared object' >"$tmp/root/usr/lib/gridsync/gridsync-bogus.so"
+    GRIDSYNC_BACKEND_PATH=$tmp/root/lib/gridsync:$tmp/root/usr/lib/gridsync json_check \
+        "[d['path'] for d in o['backend_directories']][0] == '$tmp/root/lib/gridsync' and not any(d['path'] == '$tmp/root/usr/lib/gridsync' for d in o['backend_directories']) and [b['file'] for b in o['backends']].count('$tmp/root/lib/gridsync/gridsync-bogus.so') == 1 and not any('/usr/lib/gridsync/' in b['file'] for b in o['backends'])" \
         info --json
     # strings with quotes, backslashes, control characters and bytes that are not UTF-8
     odd=$(printf '%s/q"b\\\\s\tt\001x\377' "$tmp")
