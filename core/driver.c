@@ -32,9 +32,10 @@ static gs_status load_failed(gs_status status, const char *fmt, ...)
 static gs_status load_driver(void)
 {
     void *lib = dlopen(GS_LIBCUDA, RTLD_NOW | RTLD_LOCAL);
+    /* The messages say which call failed and why, not "no CUDA driver": the status's own
+     * text (gs_status_string) says that, and applications print the two together. */
     if (!lib)
-        return load_failed(GS_ERROR_NO_DRIVER, "no CUDA driver: dlopen(\"%s\") failed: %s", GS_LIBCUDA,
-                           dlerror());
+        return load_failed(GS_ERROR_NO_DRIVER, "dlopen(\"%s\") failed: %s", GS_LIBCUDA, dlerror());
 
     /* cuGetProcAddress_v2 (CUDA 12.0) is the only symbol taken with dlsym; everything else
      * comes from it at the ABI version we were written against. 12.0 is also where

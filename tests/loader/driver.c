@@ -34,6 +34,15 @@ static int no_driver(void)
     /* The outcome is remembered: the same answer again. */
     CHECK_STATUS(gs_context_create(0, &ctx), GS_ERROR_NO_DRIVER);
     CHECK_HAS(gs_last_error_message(), "libcuda.so.1");
+    /* What an application prints, the status's text and then the message, says that there
+     * is no driver once: the message goes on with the call that failed and why. */
+    char line[1024];
+    snprintf(line, sizeof line, "%s: %s", gs_status_string(GS_ERROR_NO_DRIVER), gs_last_error_message());
+    CHECK_HAS(line, "GS_ERROR_NO_DRIVER: no usable CUDA driver: dlopen(\"libcuda.so.1\") failed: ");
+    int says = 0;
+    for (const char *p = line; (p = strstr(p, "CUDA driver")) != NULL; p++)
+        says++;
+    CHECK_INT(says, 1);
     return 0;
 }
 
