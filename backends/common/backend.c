@@ -82,6 +82,17 @@ static int find_kernel(gs_dtype dtype, gs_op op, gs_dtype out)
     return lookup(kernel_index, dtype, op, out);
 }
 
+/* The minor of the backend ABI the core speaks, kept by the entry point from its
+ * core_abi_version: the one place this backend learns which core calls it. */
+static uint32_t g_core_minor;
+
+/* Whether the core's reduce and segmented args carry `flags` (ABI 1.2): an older core's
+ * args end before them, and it sends no exact sums. */
+static int core_sends_flags(void)
+{
+    return g_core_minor >= 2;
+}
+
 static gs_status be_open(const gs_backend_device *dev, gs_backend_instance **out)
 {
     gs_backend_instance *inst = calloc(1, sizeof *inst);
@@ -89,7 +100,7 @@ static gs_status be_open(const gs_backend_device *dev, gs_backend_instance **out
         gs_host->set_error("%s backend: out of host memory", GS_BACKEND_NAME);
         return GS_ERROR_OUT_OF_MEMORY;
     }
-    memcpy(&inst->dev, dev, dev->struct_size < sizeof inst->dev ? dev->struct_size : sizeof inst->dev);
+    inst->dev = *dev; /* every 1.x core's device struct is 1.0's */
     if (pthread_mutex_init(&inst->lock, NULL) != 0) {
         free(inst);
         gs_host->set_error("%s backend: pthread_mutex_init failed", GS_BACKEND_NAME);
@@ -229,8 +240,7 @@ static gs_status be_reduce(gs_backend_instance *inst, const gs_backend_reduce_ar
                         (unsigned long long)a->workspace_bytes, (unsigned)GS_WORKSPACE_BYTES);
         return GS_ERROR_INTERNAL;
     }
-    /* flags: ABI 1.2 args only (an older core's struct ends before them) */
-    if (a->struct_size >= offsetof(gs_backend_reduce_args, flags) + sizeof a->flags && a->flags)
+    if (core_sends_flags() && a->flags)
         return exact_reduce(inst, a);
     const int k = find_kernel(a->dtype, a->op, a->out_dtype);
     const gs_kernel_slot *s;
@@ -277,9 +287,7 @@ static void seg_plan(unsigned int max_blocks, gs_dtype dtype, int wide_slots, ui
 
 static gs_status be_segmented_reduce(gs_backend_instance *inst, const gs_backend_segmented_args *a)
 {
-    /* flags: ABI 1.2 args only (an older core's struct ends before them) */
-    const int exact = a->struct_size >= offsetof(gs_backend_segmented_args, flags) + sizeof a->flags &&
-                      (a->flags & GS_BACKEND_SEGMENTED_EXACT);
+    const int exact = core_sends_flags() && (a->flags & GS_BACKEND_SEGMENTED_EXACT);
     const gs_family family = exact ? GS_FAM_EXACT : GS_FAM_SEGMENTED;
     const int k = exact ? find_segexact(a->dtype, a->op, a->out_dtype)
                         : lookup(seg_kernel_index, a->dtype, a->op, a->out_dtype);
@@ -326,6 +334,7 @@ GS_EXPORT gs_status gridsync_backend_entry_v1(uint32_t core_abi_version, const g
     if (!h || !out || h->struct_size < sizeof(gs_backend_host))
         return GS_ERROR_BACKEND_INIT_FAILED;
     gs_host = h;
+    g_core_minor = core_abi_version & 0xffffu;
     index_kernels(); /* idempotent: the same table whenever the core calls again */
     *out = &ops;
     return GS_SUCCESS;

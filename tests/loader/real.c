@@ -3,7 +3,14 @@
  * launch, and a driver that fails the launch or has no binary for the device. */
 #include "fixture.h"
 
+#include <dlfcn.h>
+#include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "gridsync_backend.h"
 
 /* A context with the build tree's backend `want` on device 0 of compute capability
  * FAKE_CUDA_CC (9.0 when unset), checked; NULL when it could not be made. */
@@ -304,6 +311,143 @@ static int real_lazy(void)
     return 0;
 }
 
+/* ---- a core of an older minor, played by the test -------------------------------------- */
+
+static void older_core_log(int level, const char *fmt, ...)
+{
+    (void)level;
+    (void)fmt;
+}
+
+static char g_older_core_error[512];
+
+static void older_core_set_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g_older_core_error, sizeof g_older_core_error, fmt, ap);
+    va_end(ap);
+}
+
+/* `size` bytes that end where an unreadable page begins: a read past them is a SIGSEGV. */
+static void *before_unreadable_page(size_t size)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    unsigned char *p = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED || mprotect(p + page, page, PROT_NONE) != 0) {
+        fprintf(stderr, "FATAL: mmap/mprotect: %s\n", strerror(errno));
+        exit(1);
+    }
+    return p + page - size;
+}
+
+/* The last kernel launched, as the fake driver logged it (static storage). */
+static const char *last_launch(void)
+{
+    static char line[512];
+    char *log = cuda_log();
+    snprintf(line, sizeof line, "%s", find_line(log, "cuLaunchKernel ", 1));
+    free(log);
+    return line;
+}
+
+/*
+ * The real backend called by a core of backend ABI 1.1 (gridsync 0.2.0), which this test
+ * plays with the frozen 1.1 header: its own host table, args of 1.1's size that end where
+ * an unreadable page begins, and no flags. The backend takes the core's minor from its
+ * entry point and reads nothing past 1.1's args: a plain reduction and a plain segmented
+ * reduction. Then the same backend, called by a 1.2 core, does the exact sums the flags
+ * ask for.
+ */
+static int real_older_core(void)
+{
+    app_init(1);
+    void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    PFN_cuGetProcAddress_v12000 gpa = cuda ? (PFN_cuGetProcAddress_v12000)dlsym(cuda, "cuGetProcAddress_v2") : NULL;
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/gridsync-cuda_sm20.so", REAL_BACKEND_DIR);
+    void *be = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!gpa || !be) {
+        CHECK_FAIL("cannot load the fake driver or %s: %s", path, dlerror());
+        return 0;
+    }
+    static gs_backend_host_v1_1 host = {.struct_size = sizeof host, .abi_version = GS_BACKEND_ABI_VERSION_V1_1,
+                                        .log = older_core_log, .set_error = older_core_set_error};
+#define RESOLVE(name, version) APP(gpa(#name, (void **)&host.name, version, CU_GET_PROC_ADDRESS_LEGACY_STREAM, NULL))
+    RESOLVE(cuGetErrorName, 6000);
+    RESOLVE(cuDeviceGetAttribute, 2000);
+    RESOLVE(cuModuleLoadData, 2000);
+    RESOLVE(cuModuleUnload, 2000);
+    RESOLVE(cuModuleGetFunction, 2000);
+    RESOLVE(cuFuncGetAttribute, 2020);
+    RESOLVE(cuFuncSetAttribute, 9000);
+    RESOLVE(cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050);
+    RESOLVE(cuLaunchKernel, 4000);
+#undef RESOLVE
+    host.cuGetProcAddress = gpa;
+
+    gs_backend_entry_v1_1_fn entry = (gs_backend_entry_v1_1_fn)dlsym(be, GS_BACKEND_ENTRY_V1_1_NAME);
+    const gs_backend_ops_v1_1 *ops = NULL;
+    CHECK_STATUS(entry(GS_BACKEND_ABI_VERSION_V1_1, &host, &ops), GS_SUCCESS);
+    if (!ops)
+        return 0;
+    APP(app.push(app.ctx[0]));
+    const gs_backend_device_v1_1 dev = {.struct_size = sizeof dev, .device = 0, .context = app.ctx[0], .cc_major = 9,
+                                        .cc_minor = 0, .multiprocessor_count = 4,
+                                        .max_threads_per_multiprocessor = 2048};
+    gs_backend_instance *inst = NULL;
+    CHECK_STATUS(ops->open(&dev, &inst), GS_SUCCESS);
+    if (!inst)
+        return 0;
+    const uint64_t ws_bytes = ops->workspace_size(inst);
+    CUdeviceptr in = app_alloc(4000), offs = app_alloc(8 * 2), out = app_alloc(80), ws = app_alloc(ws_bytes);
+    memset((void *)(uintptr_t)ws, 0, ws_bytes);
+    int64_t *o = (int64_t *)(uintptr_t)offs;
+    o[0] = 0;
+    o[1] = 500;
+
+    gs_backend_reduce_args_v1_1 *r = before_unreadable_page(sizeof *r);
+    *r = (gs_backend_reduce_args_v1_1){.struct_size = sizeof *r, .dtype = GS_FLOAT32, .op = GS_OP_SUM,
+                                       .out_dtype = GS_FLOAT32, .in = in, .n = 1000, .out = out, .stream = NULL,
+                                       .workspace = ws, .workspace_bytes = ws_bytes};
+    CHECK_STATUS(ops->reduce(inst, r), GS_SUCCESS);
+    CHECK_HAS(last_launch(), "cuLaunchKernel gs_reduce_f32_sum_f32 grid=");
+    gs_backend_segmented_args_v1_1 *sa = before_unreadable_page(sizeof *sa);
+    *sa = (gs_backend_segmented_args_v1_1){.struct_size = sizeof *sa, .dtype = GS_FLOAT64, .op = GS_OP_SUM,
+                                           .out_dtype = GS_FLOAT64, .in = in, .n = 500, .offsets = offs,
+                                           .num_segments = 1, .out = out, .stream = NULL, .workspace = ws,
+                                           .workspace_bytes = ws_bytes};
+    CHECK_STATUS(ops->segmented_reduce(inst, sa), GS_SUCCESS);
+    CHECK_HAS(last_launch(), "cuLaunchKernel gs_segreduce_f64_sum_f64 grid=");
+
+    /* A 1.2 core: the flags are read, and asked for exact sums. */
+    gs_backend_entry_v1_2_fn entry_1_2 = (gs_backend_entry_v1_2_fn)dlsym(be, GS_BACKEND_ENTRY_V1_2_NAME);
+    gs_backend_host_v1_2 host_1_2;
+    _Static_assert(sizeof host_1_2 == sizeof host, "1.2 kept 1.1's host table");
+    memcpy(&host_1_2, &host, sizeof host);
+    host_1_2.abi_version = GS_BACKEND_ABI_VERSION_V1_2;
+    const gs_backend_ops_v1_2 *ops_1_2 = NULL;
+    CHECK_STATUS(entry_1_2(GS_BACKEND_ABI_VERSION_V1_2, &host_1_2, &ops_1_2), GS_SUCCESS);
+    CHECK(ops_1_2 && ops_1_2->query_reduce_flags &&
+          ops_1_2->query_reduce_flags(inst, GS_FLOAT32, GS_OP_SUM, GS_FLOAT32, GS_BACKEND_REDUCE_EXACT) == GS_SUCCESS);
+    const gs_backend_reduce_args_v1_2 r2 = {.struct_size = sizeof r2, .dtype = GS_FLOAT32, .op = GS_OP_SUM,
+                                            .out_dtype = GS_FLOAT32, .in = in, .n = 1000, .out = out, .stream = NULL,
+                                            .workspace = ws, .workspace_bytes = ws_bytes,
+                                            .flags = GS_BACKEND_REDUCE_EXACT};
+    CHECK_STATUS(ops_1_2->reduce(inst, &r2), GS_SUCCESS);
+    CHECK_HAS(last_launch(), "cuLaunchKernel gs_exact_f32 grid=");
+    const gs_backend_segmented_args_v1_2 s2 = {.struct_size = sizeof s2, .dtype = GS_FLOAT64, .op = GS_OP_SUM,
+                                               .out_dtype = GS_FLOAT64, .in = in, .n = 500, .offsets = offs,
+                                               .num_segments = 1, .out = out, .stream = NULL, .workspace = ws,
+                                               .workspace_bytes = ws_bytes, .flags = GS_BACKEND_SEGMENTED_EXACT};
+    CHECK_STATUS(ops_1_2->segmented_reduce(inst, &s2), GS_SUCCESS);
+    CHECK_HAS(last_launch(), "cuLaunchKernel gs_segexact_f64 grid=");
+    ops->close(inst);
+    CUcontext popped = NULL;
+    APP(app.pop(&popped));
+    return 0;
+}
+
 const test_case real_cases[] = {
     CASE_WITH("real-cc90", real_backend, GS_SUCCESS, "cuda_sm20", "FAKE_CUDA_CC=9.0", REAL_PATH),
     CASE_WITH("real-cc20", real_backend, GS_SUCCESS, "cuda_sm20", "FAKE_CUDA_CC=2.0", REAL_PATH),
@@ -313,5 +457,6 @@ const test_case real_cases[] = {
     CASE("real-launch-error", real_launch_error, REAL_PATH),
     CASE("real-segmented", real_segmented, REAL_PATH),
     CASE("real-lazy", real_lazy, REAL_PATH),
+    CASE("real-older-core", real_older_core, REAL_PATH),
     END_OF_CASES,
 };
