@@ -93,6 +93,26 @@ static int core_sends_flags(void)
     return g_core_minor >= 2;
 }
 
+/*
+ * TEST HOOK, not an interface (docs/ABI.md, "Test hooks"): GRIDSYNC_TEST_EXACT_GRID=<blocks>
+ * forces the exact sums' grid of the instances opened while it is set, so that
+ * tests/gpu/test_gpu_exact.c can show their bits do not depend on the grid. Read here
+ * only, once per open: that test opens one context per grid in one process. Returns the
+ * forced grid, 0 for none (unset, or not in 1..GS_MAX_BLOCKS).
+ */
+static unsigned int test_hook_exact_grid(void)
+{
+    const char *forced = secure_getenv("GRIDSYNC_TEST_EXACT_GRID");
+    if (!forced || !*forced)
+        return 0;
+    const unsigned long g = strtoul(forced, NULL, 10);
+    /* at most GS_MAX_BLOCKS: the workspace holds that many partials (exact/grid.cuh) */
+    const unsigned int grid = g > 0 && g <= GS_MAX_BLOCKS ? (unsigned int)g : 0;
+    gs_host->log(GS_LOG_DEBUG, "%s backend: GRIDSYNC_TEST_EXACT_GRID=%s: exact sums on %u blocks", GS_BACKEND_NAME,
+                 forced, grid);
+    return grid;
+}
+
 static gs_status be_open(const gs_backend_device *dev, gs_backend_instance **out)
 {
     gs_backend_instance *inst = calloc(1, sizeof *inst);
@@ -122,16 +142,7 @@ static gs_status be_open(const gs_backend_device *dev, gs_backend_instance **out
     if (gs_host->cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev->device) != CUDA_SUCCESS)
         l2 = 0;
     inst->l2_bytes = gs_grid_l2_bytes(l2);
-    /* For tests only (docs/design.md, "Exact sums"): the exact kernels' grid, to show that
-     * their bits do not depend on it. */
-    const char *forced = secure_getenv("GRIDSYNC_TEST_EXACT_GRID");
-    if (forced && *forced) {
-        const unsigned long g = strtoul(forced, NULL, 10);
-        /* at most GS_MAX_BLOCKS: the workspace holds that many partials (exact_grid.cuh) */
-        inst->exact_grid = g > 0 && g <= GS_MAX_BLOCKS ? (unsigned int)g : 0;
-        gs_host->log(GS_LOG_DEBUG, "%s backend: GRIDSYNC_TEST_EXACT_GRID=%s: exact sums on %u blocks",
-                     GS_BACKEND_NAME, forced, inst->exact_grid);
-    }
+    inst->exact_grid = test_hook_exact_grid();
     gs_host->log(GS_LOG_DEBUG,
                  "%s backend: open on compute capability %d.%d in %.3f ms: module load %.3f ms, kernel set-up "
                  "none yet (each of the %d kernels at its first call, the other modules at the first call of one "
