@@ -1,7 +1,7 @@
 /*
  * The host side of a gridsync backend, the same for every backend: it answers which
- * reductions it does, sizes the grid (grid_policy.h, from the device's occupancy and L2
- * size), and launches one kernel per reduction. Its kernels (kernel_list.h, looked up by
+ * reductions it does, sizes the grid (dispatch/grid.h, from the device's occupancy and L2
+ * size), and launches one kernel per reduction. Its kernels (dispatch/kernel_list.h, looked up by
  * their extern "C" names) and their modules, loaded through the driver table the core
  * hands in, are modules.c's. Compiled once per backend with GS_BACKEND_NAME="<name>", next
  * to that backend's fatbins.
@@ -137,7 +137,7 @@ static gs_status be_open(const gs_backend_device *dev, gs_backend_instance **out
         return st;
     }
     const double t1 = gs_now_ms();
-    /* What counts as an input the L2 cache holds (grid_policy.h). */
+    /* What counts as an input the L2 cache holds (dispatch/grid.h). */
     int l2 = 0;
     if (gs_host->cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev->device) != CUDA_SUCCESS)
         l2 = 0;
@@ -214,7 +214,7 @@ static gs_status launch(const gs_kernel_slot *s, const char *name, unsigned int 
     return GS_SUCCESS;
 }
 
-/* An exact sum (exact.cuh): its grid (gs_grid_for_exact), but at least n /
+/* An exact sum (agent/exact.cuh): its grid (gs_grid_for_exact), but at least n /
  * GS_EXACT_BLOCK_ELEMENTS blocks (the kernel's limb bound), or what GRIDSYNC_TEST_EXACT_GRID
  * forces (no less); never more than GS_MAX_BLOCKS, whose partials the workspace holds. */
 static gs_status exact_reduce(gs_backend_instance *inst, const gs_backend_reduce_args *a)
