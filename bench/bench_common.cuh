@@ -398,6 +398,15 @@ struct BenchBase {
      * GRIDSYNC_BACKEND (restored afterwards). A backend that cannot be set up, or whose
      * context runs another one, is counted as an error, passed to failed(backend,
      * message) and skipped. */
+    /* Whether backend b (a name, or the absolute path of a gridsync-<name>.so, for an A/B of
+     * two builds' kernels in one process) is the one named name. */
+    static bool backend_is(const std::string &b, const char *name)
+    {
+        if (b.empty() || b[0] != '/')
+            return b == name;
+        return b.substr(b.rfind('/') + 1) == std::string("gridsync-") + name + ".so";
+    }
+
     void open_backends(int device, const std::vector<std::string> &backends,
                        const std::function<void(const std::string &, const std::string &)> &failed)
     {
@@ -416,7 +425,7 @@ struct BenchBase {
                 why = strf("gs_context_create failed: %s: %s", gs_status_string(st), gs_last_error_message());
             else if ((st = gs_context_get_info(ctx, &info)) != GS_SUCCESS)
                 why = strf("gs_context_get_info failed: %s: %s", gs_status_string(st), gs_last_error_message());
-            else if (!info.backend_name || b != info.backend_name)
+            else if (!info.backend_name || !backend_is(b, info.backend_name))
                 why = strf("the context runs %s instead", info.backend_name ? info.backend_name : "?");
             if (!why.empty()) {
                 fprintf(stderr, "!!! backend %s: %s (skipped)\n", b.c_str(), why.c_str());
