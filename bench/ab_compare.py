@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Compares two variants of the backends from gridsync-bench-exact CSVs (bench/NOTES.md,
-"Comparing two variants of the exact kernels").
+"Comparing two variants (A/B)").
 
     python3 bench/ab_compare.py [--column C] A1.csv [A2.csv ...] -- B1.csv [B2.csv ...]
 
