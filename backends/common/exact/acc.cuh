@@ -1,8 +1,7 @@
 /*
- * The exact sums' long accumulator in shared memory (agent/exact.cuh): gs_exact_acc's fixed
- * point, added to with 64-bit integer atomics (exact_flush), and turned into the result by
- * the whole block at once (exact_finish). Written once for both backends; no warp-level
- * instructions.
+ * The exact sums' long accumulator in shared memory: gs_exact_acc's fixed point, added to by
+ * integer atomics (exact_flush) and turned into the result by the whole block (exact_finish).
+ * No warp-level instructions, so both backends use it.
  */
 #pragma once
 
@@ -20,19 +19,17 @@ struct ExactShared {
     unsigned long long limb[GS_EXACT_LIMBS];
     unsigned long long nan, pos_inf, neg_inf;
     unsigned int sign_clear;
-    int dirty; /* something went into the limbs or the counts (agent/exact.cuh's fast path is off) */
+    int dirty; /* the limbs or counts were written: the block is not fast */
     /* exact_finish's scratch */
     long long carry[GS_EXACT_LIMBS];
     uint32_t mag[GS_EXACT_LIMBS];
     int flag[2], lo, hi, sticky, top;
 };
 
-/* *p += d, or -d when neg (0 < d < 2^32), for a 64-bit word in shared memory that is read
- * only after a barrier, with 32-bit atomics: the low word gets d's (or 2^32 - d), and the
- * high word the carry out of it, less one for -d (nothing when they cancel). The words'
- * additions commute, so the word ends as the 64-bit sum whatever the order. A 64-bit
- * shared atomicAdd is a compare-and-swap loop on sm_90 (ATOMS.CAST.SPIN.64): threads
- * flushing onto the same limbs would retry it one after the other. */
+/* *p += d, or -d when neg (0 < d < 2^32), for a shared 64-bit word read only after a
+ * barrier, by 32-bit atomics: the low word gets d (or 2^32 - d), the high word the carry out
+ * of it, less one for -d. The additions commute, so the word ends as the 64-bit sum in any
+ * order. A 64-bit shared atomicAdd is a compare-and-swap loop that contending threads retry. */
 __device__ __forceinline__ void exact_shared_add(unsigned long long *p, uint32_t d, bool neg)
 {
     unsigned int *w = (unsigned int *)p; /* little-endian: the low word first */
@@ -43,9 +40,9 @@ __device__ __forceinline__ void exact_shared_add(unsigned long long *p, uint32_t
         atomicAdd(&w[1], neg ? 0xffffffffu : 1u);
 }
 
-/* limb += the finite value v (any double), exactly: its significand, shifted to its place
- * among the 32-bit digits, spans three limbs; each gets its digit with v's sign. */
-/* Not inlined: it is the rare path, called from every element's TwoSums. */
+/* limb += the finite double v, exactly: its significand, shifted to its place among the
+ * 32-bit digits, spans three limbs; each gets its digit with v's sign. Not inlined: the rare
+ * path, called from every element's TwoSums. */
 __device__ __noinline__ void exact_flush(ExactShared &acc, double v)
 {
     const unsigned long long b = (unsigned long long)__double_as_longlong(v);
@@ -83,10 +80,9 @@ __device__ __forceinline__ void exact_zero(ExactShared &acc)
     __syncthreads();
 }
 
-/* The rounding of a nonzero magnitude (its top digits m0 .. m3, the highest h) by one
- * thread, not inlined: its digit loops would otherwise weigh on the registers of the whole
- * kernel. The digits come by value: an array whose address went to this call shared its
- * stack slot with the vectors of the main loop, and kept their stores alive. */
+/* A nonzero magnitude (its top digits m0 .. m3, the highest h) rounded by one thread. Not
+ * inlined, so its loops do not weigh on the kernel's registers; the digits come by value, as
+ * an array passed by address would take a stack slot. */
 __device__ __noinline__ uint64_t exact_round_small(uint32_t m0, uint32_t m1, uint32_t m2, uint32_t m3, int h,
                                                    int base, int neg, int out_dtype)
 {
@@ -94,14 +90,13 @@ __device__ __noinline__ uint64_t exact_round_small(uint32_t m0, uint32_t m1, uin
     return gs_exact_round_mag(m, h, base, neg, (gs_dtype)out_dtype);
 }
 
-/* The block's accumulator (any limbs below 2^62 in magnitude) to the result, by the whole
- * block at once (kBlock >= GS_EXACT_LIMBS threads; called by every thread, after a barrier
- * that published the limbs): carries resolved in parallel passes (bounded: a carry moves
- * one limb per pass, and after the first pass carries are -1, 0 or 1), then either the
- * normalised gs_exact_acc, or the magnitude's digits (two's complement negated in
- * parallel: above the lowest nonzero digit L every digit is complemented, digit L is
- * 2^32 - d) reduced to its top four digits and a sticky bit, which one thread rounds
- * (gs_exact_round_mag, the code gs_exact_round runs), not one thread's serial loops. */
+/* The block's accumulator (limbs below 2^62 in magnitude) to the result by the whole block
+ * (kBlock >= GS_EXACT_LIMBS; every thread, after a barrier that published the limbs): carries
+ * resolved in parallel passes (bounded: a carry moves one limb a pass, and after the first
+ * pass carries are -1, 0 or 1), then either the normalised gs_exact_acc, or the magnitude's
+ * digits (negated in parallel: above the lowest nonzero digit L every digit is complemented,
+ * digit L becomes 2^32 - d) cut to the top four and a sticky bit, which one thread rounds
+ * (gs_exact_round_mag, as gs_exact_round does). */
 __device__ __forceinline__ void exact_finish(ExactShared &acc, uint64_t n, void *out, int out_dtype, uint32_t mode)
 {
     const int t = (int)threadIdx.x, L = GS_EXACT_LIMBS;
@@ -116,8 +111,7 @@ __device__ __forceinline__ void exact_finish(ExactShared &acc, uint64_t n, void 
     /* The carries run only up to limb T, two above the highest nonzero limb H: the value
      * is below 2^62 2^(32 H) (1 + 2^-32 + ...) < 2^(32 T) in magnitude, so limb T ends as
      * its sign (0 or -1) and every limb above as that sign's extension, written at once
-     * below. A negative sum's borrow would otherwise climb one limb per pass to the top,
-     * some 35 passes for sums near 1. */
+     * below, instead of a negative sum's borrow climbing one limb a pass to the top. */
     if (t < L && acc.limb[t])
         atomicMax(&acc.top, t);
     __syncthreads();

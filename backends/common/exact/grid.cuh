@@ -1,20 +1,14 @@
 /*
- * The end of an exact sum (agent/exact.cuh): a slow block's merge, one block's result, or the
- * launch's through the workspace and the last block (docs/design.md's guard), written once
- * for both backends.
+ * The end of an exact sum (agent/exact.cuh): a slow block's merge, and the result of one
+ * block or, through the workspace and the last block (docs/design.md's guard), of the launch.
  *
- * Two ways, per block. The fast one: nothing went into the block's long accumulator (no
- * residual, no NaN or infinity, no element on the slow path) and the threads' expansions
- * add up exactly in one double (OpCheckedSum, exact/ops.cuh; not tried for float64), else in
- * two (OpCheckedSumDd): the block's exact sum, published as the default reduction publishes
- * its partial. The
- * slow one: the block's long accumulator is added to the launch's in the workspace, and
- * its partial says so (lost). The last block combines the fast partials, checked; when
- * every block was fast and that combination is exact, one rounding of it is the result,
- * and the workspace's accumulator was never touched. Otherwise it sums the launch's
- * accumulator, adds the fast partials to it, returns the workspace to zero and rounds
- * (exact_finish). For ordinary data every block is fast, which saves the long
- * accumulator's atomics and the last block's carries.
+ * A block is fast when nothing went into its long accumulator and its threads' expansions add
+ * up exactly in one double (OpCheckedSum; not tried for float64), else in two
+ * (OpCheckedSumDd): it publishes that sum as its partial. A slow block adds its accumulator to
+ * the launch's in the workspace and publishes a lost partial. The last block folds the fast
+ * partials, checked; if every block was fast and the fold is exact, it rounds that once and
+ * the workspace's accumulator is untouched. Otherwise it sums the launch's accumulator, adds
+ * the fast partials, returns the workspace to zero and rounds (exact_finish).
  */
 #pragma once
 
@@ -51,13 +45,10 @@ __device__ __forceinline__ void exact_write_checked(ExactDd v, uint64_t n, void 
         *(__nv_bfloat16 *)out = __double2bfloat16(x);
 }
 
-/* The partials p (thread t's, as exact_grid_finish loads them: the identity past the
- * grid's end) that are not lost, added with OpCheckedSumDd's checked additions, then over
- * the block, in one double first where the type's sums may fit one
- * (block_reduce_checked2), else in two (block_reduce_checked): the sum, and in ok whether
- * it is exact, in every thread. Only as many of a thread's partials as the grid has rows
- * of kBlock (a test the same in every thread), a lost one as the identity. Every thread;
- * holds barriers, and reads s until it returns. */
+/* The sum of the partials that are not lost (p: thread t's, the identity past the grid), by
+ * checked additions in each thread, then over the block (in one double first where kOneDouble);
+ * in every thread, with ok: whether it is exact. Every thread calls it; it holds barriers and
+ * reads s until it returns. */
 template <typename Policy, typename T, int kMax>
 __device__ __forceinline__ ExactDd exact_fold_partials(const ExactDd (&p)[kMax], bool &ok, ExactScratch<Policy> &s)
 {
@@ -75,10 +66,9 @@ __device__ __forceinline__ ExactDd exact_fold_partials(const ExactDd (&p)[kMax],
         return block_reduce_checked<Policy, Chk>(w.v, ok, s.dd);
 }
 
-/* Every thread's expansion e (J terms) merged in a shared-memory tree whose rows row(j)
- * (kBlock slots each) the threads share: each merge exact (exact_add), what J terms cannot
- * hold flushed, and the tree's last expansion, in thread 0, flushed. Every thread; holds
- * barriers, and reads the rows until it returns. */
+/* Every thread's expansion e (J terms) merged in a shared-memory tree over rows row(j) of
+ * kBlock slots, each merge exact (exact_add), the tree's last expansion flushed by thread 0.
+ * Every thread calls it; it holds barriers and reads the rows until it returns. */
 template <typename Policy, typename F, int J, typename Row>
 __device__ __forceinline__ void exact_tree_merge(ExactShared &acc, F (&e)[J], Row row)
 {
@@ -104,12 +94,10 @@ __device__ __forceinline__ void exact_tree_merge(ExactShared &acc, F (&e)[J], Ro
             exact_flush(acc, (double)e[j]);
 }
 
-/* A block that is not fast (agent/exact.cuh's exact_kernel, before exact_grid_finish): each
- * thread's expansions and spill terms as one expansion of J terms (the spill terms are
- * terms like the others: each merge is exact whatever their order), merged over the block
- * (exact_tree_merge) with the spill array as the tree's last rows. The spill terms used to
- * be flushed on their own, 512 flushes per block, whose 64-bit shared atomics on the same
- * few limbs waited for each other. Every thread; ends with a barrier. */
+/* A slow block: each thread's expansions and spill terms as one expansion of J terms (each
+ * merge is exact in any order), merged over the block with the spill array as the tree's
+ * last rows, so the spill terms cost no flushes of their own. Every thread; ends with a
+ * barrier. */
 template <typename Policy, typename F, int K, int kU>
 __device__ __forceinline__ void exact_block_merge(ExactShared &acc, const F (&a)[kU][K], F (&spill)[2][Policy::kBlock],
                                                   F (&tree)[K][Policy::kBlock])
@@ -129,16 +117,15 @@ __device__ __forceinline__ void exact_block_merge(ExactShared &acc, const F (&a)
     __syncthreads();
 }
 
-/* A slow block's long accumulator into the launch's in the workspace, each thread's atomics
- * fenced, then a barrier (docs/design.md's guard; exact_grid_finish): every thread. */
+/* A slow block's long accumulator into the launch's in the workspace; every thread fences
+ * its own atomics before the barrier, which orders them before the ticket. */
 template <typename Policy>
 __device__ __noinline__ void exact_block_to_launch(ExactShared &acc, unsigned char *workspace)
 {
     const unsigned int t = threadIdx.x;
     gs_exact_acc *copies = (gs_exact_acc *)(workspace + GS_EXACT_ACC_OFFSET);
-    /* Into the launch's accumulator (L2 atomics): each limb (< 2^61) as its low digit
-     * and its carry (< 2^29) into the next limb, so the total stays below 2^34 per block
-     * without a serial normalisation here. */
+    /* Each limb (< 2^61) as its low digit and its carry (< 2^29) into the next limb, so the
+     * total gains less than 2^34 per block without a serial normalisation here. */
     gs_exact_acc *total = &copies[blockIdx.x % GS_EXACT_COPIES];
     unsigned long long *tl = (unsigned long long *)total->limb;
     if (t < GS_EXACT_LIMBS) {
@@ -162,15 +149,14 @@ __device__ __noinline__ void exact_block_to_launch(ExactShared &acc, unsigned ch
     __syncthreads();
 }
 
-/* exact_finish, not inlined, once per kernel: a lone slow block and the last block's slow
- * way both end with it. */
+/* exact_finish, not inlined, so the two callers share one copy. */
 __device__ __noinline__ void exact_finish_call(ExactShared &acc, uint64_t n, void *out, int out_dtype, uint32_t mode)
 {
     exact_finish(acc, n, out, out_dtype, mode);
 }
 
 /* The last block's slow way, when some block was slow or the fast partials' sum is not
- * exact in two doubles (all_lost; else w is that sum): every thread. */
+ * exact in two doubles (all_lost; else w is that sum). Every thread. */
 template <typename Policy, typename T>
 __device__ __noinline__ void exact_last_slow(ExactShared &acc, bool all_lost, ExactDd w, uint64_t n, void *out,
                                              unsigned char *workspace, int out_dtype, uint32_t mode)
@@ -181,12 +167,11 @@ __device__ __noinline__ void exact_last_slow(ExactShared &acc, bool all_lost, Ex
     C *partials = (C *)(workspace + GS_PARTIALS_OFFSET);
     gs_exact_acc *copies = (gs_exact_acc *)(workspace + GS_EXACT_ACC_OFFSET);
     unsigned int *counter = (unsigned int *)workspace;
-    /* The slow way: sum the copies into shared memory and return the workspace to zero for
-     * the next launch (thread t < GS_EXACT_ACC_WORDS owns word t of every copy), then add
-     * the fast partials. */
+    /* The copies summed into shared memory and zeroed for the next launch (thread
+     * t < GS_EXACT_ACC_WORDS owns word t of every copy). */
     const unsigned int nc = gridDim.x < GS_EXACT_COPIES ? gridDim.x : GS_EXACT_COPIES;
     if (t < GS_EXACT_ACC_WORDS) {
-        /* every load issued before the first is used: one round trip to L2, not one per copy */
+        /* every load issued before the first is used: one round trip to L2 */
         long long part[GS_EXACT_COPIES];
 #pragma unroll
         for (unsigned int c = 0; c < GS_EXACT_COPIES; c++)
@@ -210,12 +195,9 @@ __device__ __noinline__ void exact_last_slow(ExactShared &acc, bool all_lost, Ex
             acc.sign_clear = sum != 0;
     }
     __syncthreads();
-    /* The fast partials, with as few flushes as possible: 64-bit shared atomics on the same
-     * few limbs wait for each other. Their sum if it is exact (thread 0), else each thread's
-     * partials (read again from the workspace) into a two-term expansion (TwoSums), merged
-     * in a tree as the blocks merge theirs, the residuals flushed (rare). A value is
-     * positive, or +0.0, only if some element had its sign bit clear (exact/ops.cuh: -0.0
-     * only from -0.0s). */
+    /* The fast partials, with few flushes (they contend on the same limbs): their sum if
+     * exact, by thread 0; else each thread's partials into a two-term expansion, merged in a
+     * tree. A value is positive or +0.0 only if some element had its sign bit clear. */
     bool sign_clear = false;
     if (!all_lost) {
         if (t == 0) {
@@ -243,11 +225,10 @@ __device__ __noinline__ void exact_last_slow(ExactShared &acc, bool all_lost, Ex
     exact_finish_call(acc, n, out, out_dtype, mode);
 }
 
-/* The block's end, every thread: fast, v (valid in thread 0) the block's exact sum; else
- * the block's long accumulator holds it (every flush done, after a barrier). The fast way
- * inline, the slow ones (exact_block_to_launch, exact_last_slow, exact_finish_call) not:
- * inlined, they weighed on the main loop's registers, and the whole of this not inlined
- * would put a call and a far jump on every block's fast path. */
+/* The block's end, every thread: if fast, v (in thread 0) is the block's exact sum; else
+ * the block's long accumulator holds it (every flush done, after a barrier). The slow ways
+ * are not inlined, to spare the main loop's registers; this is, to keep calls off the fast
+ * path. */
 template <typename Policy, typename T>
 __device__ __forceinline__ void exact_grid_finish(ExactShared &acc, bool fast, ExactDd v, uint64_t n, void *out,
                                                   unsigned char *workspace, int out_dtype, uint32_t mode,
@@ -265,10 +246,9 @@ __device__ __forceinline__ void exact_grid_finish(ExactShared &acc, bool fast, E
     C *partials = (C *)(workspace + GS_PARTIALS_OFFSET);
     if (t == 0)
         partials[blockIdx.x] = fast ? v : Chk::lost_acc();
-    /* docs/design.md's guard. A fast block published thread 0's partial only, which
-     * thread 0's acquire-release ticket orders; a slow block's atomics come from many
-     * threads, so each fences its own and the barrier orders the fences before the ticket
-     * (a fence in every thread of every block would cost every fast block). */
+    /* docs/design.md's guard. A fast block's only write is thread 0's partial, which its
+     * acquire-release ticket orders; a slow block's atomics come from many threads, so each
+     * fences its own and the barrier orders the fences before the ticket. */
     __shared__ int slow;
     if (t == 0)
         slow = 0; /* for the last block; the guard's barrier orders it before any use */
@@ -279,9 +259,8 @@ __device__ __forceinline__ void exact_grid_finish(ExactShared &acc, bool fast, E
     if (!last)
         return;
 
-    /* The last block: thread t's partials (blocks t, t + kBlock, ...) loaded at once, one
-     * round trip (volatile loads: from L2, past any stale L1 line); the fast ones combined,
-     * checked (exact_fold_partials); slow ones only noted. */
+    /* The last block: thread t's partials (blocks t, t + kBlock, ...) loaded at once by
+     * volatile loads (from L2, past any stale L1 line); the fast ones folded, slow ones noted. */
     C p[kMaxPartials];
     bool any_slow = false;
 #pragma unroll

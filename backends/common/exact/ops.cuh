@@ -1,16 +1,14 @@
 /*
- * A float sum kept exact in doubles, or marked lost (agent/exact.cuh's fast path for sums that
- * one block or one thread can finish, agent/seg_exact.cuh's segments): OpCheckedSum<T> is an op
- * in thread/ops.cuh's sense (identity, lift, combine, result) whose accumulator is one double
- * for float16, bfloat16 and float32 elements and two (hi + lo) for float64. Every addition
- * is checked to be exact with Dekker's test (exact_checked_add: fl(s - a) == b and
- * fl(s - b) == a); one that is not, a NaN or an infinity (x + inf fails the test, inf -
- * inf is no number), or an overflow makes the accumulator NaN, which every later addition
- * keeps: lost. An accumulator that is not lost holds the exact sum, whatever the order
- * and grouping, so rounding it once (result, exact_round_double) is the correctly
- * rounded sum. Accumulators start at -0.0: IEEE addition gives -0 only for -0 + -0, so an
- * exact zero is -0.0 exactly when every element was -0.0, the exact sums' rule (float64's
- * hi carries that sign, its lo only error terms). Written once for both backends.
+ * A float sum kept exact in doubles, or marked lost (agent/exact.cuh's fast paths,
+ * agent/seg_exact.cuh's segments): OpCheckedSum<T> is an op in thread/ops.cuh's sense whose
+ * accumulator is one double for float16, bfloat16 and float32 and two (hi + lo) for float64.
+ * Every addition is checked with Dekker's test (exact_checked_add: fl(s - a) == b and
+ * fl(s - b) == a); an inexact one, a NaN or an infinity (x + inf fails the test, inf - inf is
+ * no number), or an overflow makes the accumulator NaN, which every later addition keeps:
+ * lost. One not lost holds the exact sum in any order and grouping, so rounding it once is
+ * the correctly rounded sum. Accumulators start at -0.0: IEEE addition gives -0 only for
+ * -0 + -0, so an exact zero is -0.0 exactly when every element was -0.0, the exact sums'
+ * rule (float64's hi carries that sign, its lo only error terms).
  */
 #pragma once
 
@@ -19,15 +17,13 @@
 
 namespace gs {
 
-/* Doubles use Fast2Sum after ordering (1) or TwoSum (0): a knob for benchmarks of variants
- * only (NVCC_APPEND_FLAGS=-D...); both are exact. */
+/* Doubles' two_sum: Fast2Sum after ordering (1) or TwoSum (0); both are exact. */
 #ifndef GS_EXACT_FAST2SUM
 #  define GS_EXACT_FAST2SUM 1
 #endif
 
 /* s + e == a + b exactly when s does not overflow, without ordering the operands: Knuth's
- * TwoSum, 6 additions (exact/anchor.cuh's float64 low expansion, where the ordering's
- * integer work and selects cost a spilled register in the main loop). */
+ * TwoSum (exact/anchor.cuh's low, where ordering would cost the main loop a register). */
 __device__ __forceinline__ void two_sum_knuth(double a, double b, double &s, double &e)
 {
     s = __dadd_rn(a, b);
@@ -35,12 +31,11 @@ __device__ __forceinline__ void two_sum_knuth(double a, double b, double &s, dou
     e = __dadd_rn(__dsub_rn(a, __dsub_rn(s, bb)), __dsub_rn(b, bb));
 }
 
-/* s + e == a + b exactly when s does not overflow; the _rn intrinsics are never
- * contracted into FMAs or reordered. Doubles: Fast2Sum (Dekker), exact when the first
- * operand's exponent is at least the second's, after ordering the two by their exponent
- * fields with integer operations: 3 float64 additions instead of TwoSum's 6, which matters
- * on the float64 pipe, narrower than the float32 one. Floats: TwoSum (Knuth),
- * no ordering needed. */
+/* s + e == a + b exactly when s does not overflow; the _rn intrinsics are never contracted
+ * into FMAs or reordered. Doubles: Dekker's Fast2Sum, exact when the first operand's
+ * exponent is at least the second's, so the two are first ordered by their exponent fields
+ * in integers: 3 float64 additions, not TwoSum's 6, on the narrower float64 pipe. Floats:
+ * Knuth's TwoSum. */
 __device__ __forceinline__ void two_sum(double a, double b, double &s, double &e)
 {
 #if GS_EXACT_FAST2SUM
@@ -115,7 +110,7 @@ template <typename T> struct OpCheckedSum {
         if (a != 0.0)
             exact_flush(acc, a);
     }
-    /* a into the two-term expansion e, exactly (agent/exact.cuh's exact_add) */
+    /* a into the two-term expansion e, exactly (exact_add) */
     static __device__ __forceinline__ void add_to(double (&e)[2], Acc a, ExactShared &acc)
     {
         exact_add<double, 2>(e, a, acc);
@@ -127,9 +122,8 @@ template <typename T> struct OpCheckedSum {
     static __device__ __forceinline__ ExactDd to_dd(Acc a) { return ExactDd{a, 0.0}; }
 };
 
-/* Two doubles, hi + lo, for any input type: float64's segments, and every exact_kernel
- * block's fast path (exact/grid.cuh), where a double's 53 bits hold too few float32 block
- * sums (blocks of uniform data in [-1, 1) of large inputs would go the slow way). */
+/* Two doubles, hi + lo, for any input type: float64's segments, and every block's fast path
+ * (exact/grid.cuh), as one double's 53 bits often cannot hold a float32 block's sum. */
 template <typename T> struct OpCheckedSumDd {
     typedef T In;
     typedef T OutT;
@@ -192,14 +186,11 @@ template <> struct OpCheckedSum<double> : OpCheckedSumDd<double> {
     static __device__ __forceinline__ double result(Acc a) { return value(a); }
 };
 
-/* Chk's sum (OpCheckedSum, OpCheckedSumDd) for a thread's folds in the exact sums
- * (agent/exact.cuh's expansions, exact/grid.cuh's partials, cuda_sm11_compat's group folds),
- * whether every addition was exact carried beside the value instead of in it.
- * Chk::combine must test its addition before it can poison its result, which put two
- * subtractions, two compares and a select between one addition and the next; here only
- * the addition is, and the tests run beside it (their flags meet in an and). A fold's
- * value means something only when ok. (Over a block, the backends' block_reduce_checked
- * keeps the flags out of the values altogether.) */
+/* Chk's sum for a thread's folds (agent/exact.cuh, exact/grid.cuh's partials,
+ * cuda_sm11_compat's group folds) with whether every addition was exact carried beside the
+ * value, not in it: Chk::combine must test before it can poison its result, which puts the
+ * test between one addition and the next; here the tests run beside the additions. The value
+ * means something only when ok. */
 template <typename V> struct ExactFlagged {
     V v;
     unsigned int ok;
@@ -218,8 +209,8 @@ template <typename Chk> struct OpExactTree {
     }
     static __device__ __forceinline__ bool lost(Acc a) { return !a.ok; }
 };
-/* A chain of the checked sums' combines (thread/ops.cuh's Fold) with the flag beside the value:
- * only the additions are in a row, one select at the end. */
+/* A chain of the checked sums' combines (thread/ops.cuh's Fold), the flag beside the value:
+ * one select at the end. */
 template <typename T> struct Fold<OpCheckedSum<T> > {
     typedef OpExactTree<OpCheckedSum<T> > Tree;
     typedef typename Tree::Acc F;
@@ -231,8 +222,7 @@ template <typename T> struct Fold<OpCheckedSum<T> > {
     }
 };
 
-/* v[0] + ... + v[N - 1] with Tree's combine, pairwise (log2 N additions deep instead of
- * N - 1 in a row): one thread's values, in v[0]. */
+/* v[0] + ... + v[N - 1] with Tree's combine, pairwise (log2 N deep, not N - 1), in v[0]. */
 template <typename Tree, int N>
 __device__ __forceinline__ typename Tree::Acc exact_fold_pairs(typename Tree::Acc (&v)[N])
 {

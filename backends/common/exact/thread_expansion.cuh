@@ -1,9 +1,7 @@
 /* The 16-bit types' per-thread strategy (exact/thread.cuh): every element into a short
- * floating-point expansion a[0..K) of floats with error-free additions (two_sum: a + x ==
- * s + e exactly), what the last level leaves going to the spill terms and, beyond them,
- * the block's long accumulator; a vector is first tried with plain additions into a[0],
- * kept when all were exact, which is all ordinary data needs (ExBLAS: Iakymchuk,
- * Collange, Defour, Graillat). */
+ * expansion a[0..K) of floats by error-free additions (two_sum: a + x == s + e exactly), what
+ * the last term leaves going to the spill terms; a vector is first tried with plain additions
+ * into a[0], kept when all were exact (ExBLAS: Iakymchuk, Collange, Defour, Graillat). */
 #pragma once
 
 #include <stdint.h>
@@ -34,13 +32,11 @@ __device__ __forceinline__ float add_rn(float a, float b) { return __fadd_rn(a, 
 __device__ __forceinline__ double sub_rn(double a, double b) { return __dsub_rn(a, b); }
 __device__ __forceinline__ float sub_rn(float a, float b) { return __fsub_rn(a, b); }
 
-/* A vector's elements into a[0] by plain additions, if every one is exact: true, or false
- * with a unchanged. s = fl(a + x) is exact iff fl(s - a) == x and fl(s - x) == a: if it
- * is, both differences are exact; if not, the difference taken from the operand with the
- * larger exponent is exact (Dekker's lemma, the first step of Fast2Sum) and so differs
- * from the other operand. For ordinary data every addition is exact (a thread's sum of
- * float32s in [-1, 1) in a double, say) and this costs 3 additions and 2 compares per
- * element instead of K TwoSums; one inexact addition sends the vector down exact_add_vec. */
+/* A vector's elements into a[0] by plain additions if every one is exact: true, or false
+ * with a unchanged. s = fl(a + x) is exact iff fl(s - a) == x and fl(s - x) == a: if it is,
+ * both differences are exact; if not, the difference taken from the operand with the larger
+ * exponent is exact (Dekker's lemma, the first step of Fast2Sum) and so differs from the
+ * other operand. 3 additions and 2 compares an element, not K TwoSums. */
 template <typename F, int K, int kPer>
 __device__ __forceinline__ bool exact_try_plain(F (&a)[K], const F (&x)[kPer])
 {
@@ -57,8 +53,8 @@ __device__ __forceinline__ bool exact_try_plain(F (&a)[K], const F (&x)[kPer])
     return exact;
 }
 
-/* A vector's elements into a, with one test of their residuals: a branch per element kept
- * the compiler from overlapping the elements' additions. */
+/* A vector's elements into a, with one test of their residuals, so the elements' additions
+ * can overlap. */
 template <bool kMark, typename F, int K, int kPer>
 __device__ __forceinline__ void exact_add_vec(F (&a)[K], const F (&x)[kPer], ExactShared &acc, ExactSpill<F> sp)
 {
@@ -77,8 +73,7 @@ __device__ __forceinline__ void exact_add_vec(F (&a)[K], const F (&x)[kPer], Exa
         exact_spill<kMark, F, kPer>(acc, sp, r);
 }
 
-/* One element outside the vectors (the head and tail): into the expansion when the guard
- * lets it (exact_vec's test on its bits), else on the slow path. */
+/* A head or tail element: into the expansion when the guard lets it, else the slow path. */
 template <typename T, typename F, int K>
 __device__ __forceinline__ void exact_scalar(T x, F (&a)[K], ExactShared &acc, bool &sign_clear)
 {
@@ -94,9 +89,8 @@ __device__ __forceinline__ void exact_scalar(T x, F (&a)[K], ExactShared &acc, b
     exact_add<F, K>(a, (F)exact_widen<T>(x), acc);
 }
 
-/* Element k of a vector's words, by register moves: a memcpy of the vector into an array
- * gave the array a stack slot whose stores the compiler kept (the slot's address also went
- * to a call), 16 bytes of local-memory stores per vector. */
+/* Element k of a vector's words, by register moves (a memcpy into an array would give the
+ * array a stack slot). */
 template <typename T> __device__ __forceinline__ T exact_elem(const uint32_t (&w)[4], int k);
 template <> __device__ __forceinline__ __half exact_elem<__half>(const uint32_t (&w)[4], int k)
 {
@@ -127,8 +121,7 @@ __device__ __forceinline__ void exact_vec(const uint4 &raw, F (&a)[K], ExactShar
     for (int k = 0; k < kPer; k++)
         v[k] = exact_elem<T>(w, k);
     if (trip & G::kS) {
-        /* unrolled: a rolled loop indexed v at run time, which put v and its stores in
-         * local memory on every vector */
+        /* unrolled, so v stays in registers */
 #pragma unroll
         for (int k = 0; k < kPer; k++)
             exact_slow<T>(v[k], acc, sign_clear);
@@ -142,13 +135,8 @@ __device__ __forceinline__ void exact_vec(const uint4 &raw, F (&a)[K], ExactShar
         exact_add_vec<!In::kSpillFast, F, K, kPer>(a, x, acc, sp);
 }
 
-/* A thread's sums (exact_kernel): float16 and bfloat16 in kU expansions of K terms, one
- * per vector of a trip (independent chains of additions); float32 and float64 in fixed
- * point (exact/anchor.cuh, ExactAnchorThread), which ends as one expansion of two terms
- * (float64: two, with its low one). trip: at each trip's start; vec: vector u of a trip
- * whose first count of kU vectors are loaded (float32 only: the other types' rolled loop
- * has vectors one by one, for one); scalar: the head and the tail; end: the kRows
- * expansions, after the last element (sign_clear final). */
+/* A 16-bit type's thread (exact/thread.cuh's interface): kU expansions of K terms, one per
+ * vector of a trip, so their chains of additions are independent. */
 template <typename T, int kU> struct ExactExpansionThread {
     typedef typename ExactIn<T>::F F;
     static const int K = ExactIn<T>::K, kRows = kU;

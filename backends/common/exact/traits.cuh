@@ -1,18 +1,11 @@
-/* What the exact sums need to know of each input type, as traits, so the algorithms never
- * tell types apart by their size:
+/* What the exact sums know of each input type, so no algorithm tests sizeof:
  *   F, K        a thread's expansions: K terms of type F
- *   kStrategy   the per-thread strategy (exact/thread.cuh): floating expansions, or the
- *               anchored fixed point of exact/anchor.cuh
- *   kSign       the sign bits of the elements in a 32-bit word (float64: its odd words)
- *   kSpillFast  whether a block whose threads used their spill terms can still be fast:
- *               where those terms are narrower than the two-double fold, or take what
- *               moving float32's window left behind; float64's are as wide as the fold, so
- *               a residual beyond them means the block's sum does not fit, and marks the
- *               block slow (exact/spill.cuh)
- *   kOneDouble  whether the block's and the partials' checked folds try one double before
- *               two (a float64 sum seldom fits one)
- *   kPartTrip   whether the loop's last part trip issues its loads at once (float32; the
- *               other kernels' loops lost registers to it) */
+ *   kStrategy   the per-thread strategy (exact/thread.cuh)
+ *   kSign       the elements' sign bits in a 32-bit word (float64: its odd words)
+ *   kSpillFast  whether a block that used spill terms stays fast (not float64: as wide as
+ *               the two-double fold)
+ *   kOneDouble  whether checked folds try one double before two
+ *   kPartTrip   whether the last partial trip issues its loads at once */
 #pragma once
 
 #include <stdint.h>
