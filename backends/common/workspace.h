@@ -1,10 +1,8 @@
 /*
- * The per-stream workspace, one region per feature, declared here and nowhere else. The
- * core allocates GS_WORKSPACE_BYTES per stream, zeroed once; every kernel leaves the
- * regions that must stay zero (the ticket, the work queue, the zero-state region) as it
- * found them, so no launch needs a memset. Launches on one stream are
- * ordered, so features may share a scratch region; launches on two streams never share a
- * workspace. C and C++ (backend.c sizes launches with it; the kernels address it).
+ * The per-stream workspace's regions, declared here only (C and C++). The core allocates
+ * GS_WORKSPACE_BYTES per stream, zeroed once; every kernel leaves the ticket, the queue and
+ * the zero state zero, so no launch needs a memset. A stream's launches are ordered, so
+ * features may share a region; two streams never share a workspace.
  */
 #ifndef GS_WORKSPACE_H
 #define GS_WORKSPACE_H
@@ -17,35 +15,30 @@
 #  define GS_WS_ASSERT(c, m) _Static_assert(c, m)
 #endif
 
-/* the most a backend may ask for (core/context.c refuses more; docs/ABI.md) */
+/* the most a backend may ask (docs/ABI.md) */
 #define GS_WORKSPACE_LIMIT (64u * 1024u)
 
-/* gs_reduce's and the exact sums' ticket counter (an unsigned int at 0). */
+/* the ticket of gs_reduce and the exact sums */
 #define GS_TICKET_OFFSET 0
 
-/* The segmented reduction's work queue (a gs_work_queue). */
+/* the segmented work queue */
 #define GS_SEG_QUEUE_OFFSET 16
-#define GS_SEG_QUEUE_BYTES 16 /* sizeof(gs_work_queue), asserted where it is known */
+#define GS_SEG_QUEUE_BYTES 16 /* asserted where defined */
 
-/* Scratch, rewritten by every launch: gs_reduce's and the exact sums' per-block partials
- * (GS_MAX_BLOCKS of up to GS_MAX_PARTIAL_BYTES), or the segmented reduction's two chunk
- * slots per chunk (GS_SEG_COUNTERS chunks of GS_SEG_SLOT_BYTES(0) bytes, or half as many
- * wide ones). */
+/* Scratch, rewritten by every launch: per-block partials, or two slots per segmented chunk. */
 #define GS_MAX_BLOCKS 2048
 #define GS_MAX_PARTIAL_BYTES 16
 #define GS_SEG_SLOT_BYTES(wide) ((wide) ? 16u : 8u)
 #define GS_PARTIALS_OFFSET 256
-/* the most chunks of a segmented launch: as many as the rest of the workspace holds two
- * narrow slots and a counter for */
+/* chunks: as many as the rest holds two narrow slots and a counter for */
 #define GS_SEG_COUNTERS ((GS_WORKSPACE_LIMIT - GS_PARTIALS_OFFSET) / (2u * GS_SEG_SLOT_BYTES(0) + 4u))
 #define GS_SCRATCH_BYTES_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define GS_SCRATCH_BYTES                                                                       \
     GS_SCRATCH_BYTES_MAX(GS_MAX_BLOCKS * GS_MAX_PARTIAL_BYTES, 2u * GS_SEG_COUNTERS * GS_SEG_SLOT_BYTES(0))
 
-/* Zero state, left zero by every launch: the segmented reduction's chunk counters (an
- * unsigned int per chunk) or the exact sums' launch accumulator (GS_EXACT_COPIES
- * gs_exact_acc's; block b adds to copy b % GS_EXACT_COPIES, which spreads the atomics).
- * One launch uses one of them, so they share the region. */
+/* Zero state, left zero by every launch: the segmented chunk counters, or the exact sums'
+ * accumulator copies (block b adds to copy b % GS_EXACT_COPIES, spreading the atomics); a
+ * launch uses one of the two, so they share the region. */
 #define GS_ZERO_OFFSET (GS_PARTIALS_OFFSET + GS_SCRATCH_BYTES)
 #define GS_SEG_COUNTERS_OFFSET GS_ZERO_OFFSET
 #define GS_SEG_MAX_CHUNKS(wide) (GS_SCRATCH_BYTES / (2u * GS_SEG_SLOT_BYTES(wide)))

@@ -1,7 +1,7 @@
 /* cuda_sm11_compat: the last-block guard with a __shared__ flag and __syncthreads
- * (compute capability 1.1+), and only what the oldest generation had: no warp shuffles,
- * no __syncthreads_or, no read-only-path loads. The block reduction is a shared-memory
- * tree with a barrier per level (of up to 8 values each). */
+ * (compute capability 1.1+), and only what the oldest generation had: no warp shuffles or
+ * votes, no __syncthreads_or, no read-only-path loads. Block reductions and votes go through
+ * shared memory, a barrier per level. */
 #include "gridsync_device.cuh"
 #include "block/fan_tree.cuh"
 #include "block/group.cuh"
@@ -14,18 +14,17 @@ struct PolicySm11Compat {
     static const int kBlock = GS_BACKEND_BLOCK; /* tuning.h */
     static const int kUnroll = GS_BACKEND_ITEMS;
 
-    /* no warp shuffles or votes: the block layer's shared-memory algorithms */
+    /* block/checked.cuh's shared-memory algorithms */
     static const bool kWarpShuffles = false;
 
-    /* One slot per thread; every level of the tree is separated by __syncthreads. */
+    /* One slot per thread; a barrier separates the tree's levels. */
     template <typename Acc> struct Scratch {
         Acc v[kBlock];
     };
 
     static __device__ __forceinline__ uint4 load16(const uint4 *p) { return *p; }
 
-    /* The shared-memory tree of block/fan_tree.cuh: 3 barriers for 256 threads, where a
-     * binary tree took 9. */
+    /* block/fan_tree.cuh's tree, with fewer barriers than a binary one; result in thread 0 */
     template <typename Op>
     static __device__ __forceinline__ typename Op::Acc block_reduce(typename Op::Acc v,
                                                                     Scratch<typename Op::Acc> &s)
@@ -39,8 +38,8 @@ struct PolicySm11Compat {
                                     });
     }
 
-    /* Segmented reduction: groups of 32 threads each reduce a medium segment, through
-     * shared memory (block/group.cuh), all groups at once. */
+    /* Segmented reduction: groups of 32 threads each reduce a medium segment, all at once
+     * (block/group.cuh). */
     static const int kGroup = 32;
     static const bool kGroupAlone = false; /* group_reduce's barriers are block-wide */
     template <typename Op>
@@ -49,10 +48,9 @@ struct PolicySm11Compat {
         return gs::group_reduce_shared<PolicySm11Compat, Op>(v, s.v);
     }
 
-    /* The block's votes (block_count, block_compact): every thread's flags f (bits 0 and
-     * 1) into shared memory, counted 16 threads at a time by the first threads (bit 0's
-     * in part's low half, bit 1's in its high one); ends with the barrier that publishes
-     * part. The caller's last barrier lets the next vote reuse the arrays. */
+    /* The block's votes: every thread's flags f (bits 0, 1) stored, then counted 16 threads
+     * at a time into part (bit 0's in the low half, bit 1's in the high). Ends with the
+     * barrier publishing part; the caller's last barrier frees the arrays for the next vote. */
     struct Votes {
         unsigned char flag[kBlock];
         unsigned int part[kBlock / 16];
@@ -74,8 +72,7 @@ struct PolicySm11Compat {
         __syncthreads();
     }
 
-    /* In how many threads of the block p holds: the counts per 16 threads, added by every
-     * thread. */
+    /* In how many threads p holds. */
     static __device__ __forceinline__ unsigned int block_count(bool p)
     {
         __shared__ Votes v;
@@ -88,10 +85,9 @@ struct PolicySm11Compat {
         return total;
     }
 
-    /* The threads where p holds, in thread order, into list[0, count) (count returned),
-     * and whether q holds in any thread: the counts per 16 threads of both, then a
-     * thread's place is p's counts before its 16 and p's flags before it in its 16. The
-     * last barrier publishes list and lets the next call reuse the arrays. */
+    /* The threads where p holds, in thread order, into list[0, count) (count returned);
+     * any_q: whether q holds in any thread. A thread's place is p's counts before its 16 plus
+     * p's flags before it within them. The last barrier publishes list and frees the arrays. */
     static __device__ __forceinline__ unsigned int block_compact(bool p, bool q, unsigned short *list, bool &any_q)
     {
         __shared__ Votes v;
@@ -113,10 +109,10 @@ struct PolicySm11Compat {
         return total & 0xffffu;
     }
 
-    /* The seed's 1.1 guard: thread 0 writes its ticket's verdict to shared memory, the
-     * barrier publishes it to the block. The ticket releases thread 0's partial and
-     * acquires the others' (gs_ticket_acq_rel: __threadfence on both sides before compute
-     * capability 7.0, the 1.1 era's only tool). */
+    /* The seed's 1.1 guard: thread 0 writes its ticket's verdict to shared memory and the
+     * barrier publishes it to the block. The ticket releases thread 0's partial and acquires
+     * the others' (gs_ticket_acq_rel: __threadfence on both sides before compute capability
+     * 7.0, the 1.1 era's only tool). */
     static __device__ __forceinline__ bool last_arrival(unsigned int *counter, unsigned int expected)
     {
         return gs_last_arrival_acqrel_sm11(counter, expected);

@@ -1,17 +1,15 @@
-/* cuda_sm20: the last-block guard with __syncthreads_or (compute capability 2.0+), and the
- * later generations' features where they help: warp shuffles for the block reduction and
- * read-only-path loads for the input. */
+/* cuda_sm20: the last-block guard with __syncthreads_or (compute capability 2.0+), plus the
+ * later generations' features where they help: warp shuffles and votes for the block and
+ * group reductions, read-only-path loads for the input, and REDUX on 8.0+. */
 #include "gridsync_device.cuh"
 #include "thread/ops.cuh"
 #include "tuning.h"
 
 namespace {
 
-/* GS_REDUX: compute capability 8.0+, where PolicySm20::warp_reduce reduces the
- * ARGMIN/ARGMAX keys (thread/ops.cuh) with REDUX: two of them replace five rounds of two
- * shuffles and a 64-bit max (bench/HISTORY.md, v7). Older architectures' compilations must not see that code at all:
- * __reduce_max_sync is not declared there, and a discarded if-constexpr branch is still
- * compiled. */
+/* GS_REDUX: compute capability 8.0+, where warp_reduce takes the ARGMIN/ARGMAX keys'
+ * maximum with REDUX (bench/HISTORY.md, v7). Older targets must not see that code:
+ * __reduce_max_sync is undeclared there, and a discarded if-constexpr branch is still compiled. */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #  define GS_REDUX 1
 #endif
@@ -20,18 +18,18 @@ struct PolicySm20 {
     static const int kBlock = GS_BACKEND_BLOCK; /* tuning.h */
     static const int kUnroll = GS_BACKEND_ITEMS;
     static const int kWarps = kBlock / 32;
-    /* warp shuffles and votes: the block layer's warp algorithms (block/checked.cuh) */
+    /* block/checked.cuh's warp algorithms */
     static const bool kWarpShuffles = true;
 
-    /* One slot per warp; written by lane 0 of each warp, read by warp 0 after the barrier. */
+    /* One slot per warp: lane 0 writes, warp 0 reads after the barrier. */
     template <typename Acc> struct Scratch {
         Acc warp[kWarps];
     };
 
     static __device__ __forceinline__ uint4 load16(const uint4 *p) { return __ldg(p); }
 
-    /* A shuffle of any 4- or 8-byte-multiple value (an index/value pair too), word by word:
-     * from lane + arg, or (kFrom) from lane arg. */
+    /* A shuffle of any value of whole 32-bit words, word by word: from lane + arg, or
+     * (kFrom) from lane arg. */
     template <bool kFrom, typename V> static __device__ __forceinline__ V shfl_words(V v, int arg)
     {
         static_assert(sizeof(V) % 4 == 0, "shuffled values are whole 32-bit words");
@@ -47,8 +45,7 @@ struct PolicySm20 {
     {
         return shfl_words<false>(v, off);
     }
-    /* A value and its index member by member: no shuffle for the padding after a 4-byte
-     * value. */
+    /* Member by member: no shuffle for the padding after a 4-byte value. */
     template <typename V> static __device__ __forceinline__ gs::ArgAcc<V> shfl_down(gs::ArgAcc<V> a, int off)
     {
         a.v = shfl_down(a.v, off);
@@ -62,8 +59,7 @@ struct PolicySm20 {
     {
 #ifdef GS_REDUX
         if constexpr (gs::IsArgKey<Op>::value) {
-            /* the maximum 64-bit key: the high words' maximum, then the low words' among
-             * the lanes that hold it */
+            /* the high words' maximum, then the low words' among the lanes holding it */
             const unsigned int hi = __reduce_max_sync(0xffffffffu, (unsigned int)(v >> 32));
             const unsigned int lo =
                 __reduce_max_sync(0xffffffffu, (unsigned int)(v >> 32) == hi ? (unsigned int)v : 0u);
@@ -79,9 +75,8 @@ struct PolicySm20 {
         }
     }
 
-    /* The block's values combined, the result in thread 0 (a fixed tree: each warp's
-     * shuffles, then warp 0's over the warps' values). Warp 0 reads s until it returns, so
-     * the caller puts a barrier before s is written again. */
+    /* The block's values combined in a fixed tree, the result in thread 0. Warp 0 reads s
+     * until it returns, so the caller puts a barrier before s is written again. */
     template <typename Op>
     static __device__ __forceinline__ typename Op::Acc block_reduce(typename Op::Acc v,
                                                                     Scratch<typename Op::Acc> &s)
@@ -101,8 +96,8 @@ struct PolicySm20 {
     static __device__ __forceinline__ void warp_sync() { __syncwarp(); }
     static __device__ __forceinline__ bool warp_all(bool p) { return __all_sync(0xffffffffu, p); }
 
-    /* Segmented reduction: a warp works on one medium segment, reduced with shuffles (the
-     * result in lane 0); no barrier, so warps of a block may loop independently. */
+    /* Segmented reduction: a warp reduces a medium segment with shuffles, the result in
+     * lane 0; no barrier, so a block's warps loop independently. */
     static const int kGroup = 32;
     template <typename Op>
     static __device__ __forceinline__ typename Op::Acc group_reduce(typename Op::Acc v, Scratch<typename Op::Acc> &)
@@ -110,14 +105,13 @@ struct PolicySm20 {
         return warp_reduce<Op>(v);
     }
 
-    /* A warp's group_reduce is its own business: a warp without a medium segment skips it. */
+    /* no barrier in group_reduce: a warp without a medium segment skips it */
     static const bool kGroupAlone = true;
 
-    /* The threads where p holds, in thread order, into list[0, count) (count returned),
-     * and whether q holds in any thread: each warp's ballot, its count published by the
-     * barrier of __syncthreads_or(q); a thread's place is the counts of the warps before
-     * it and the ballot's bits below its lane. The last barrier publishes list and lets
-     * the next call reuse the counts. */
+    /* The threads where p holds, in thread order, into list[0, count) (count returned);
+     * any_q: whether q holds in any thread. __syncthreads_or(q) publishes each warp's ballot
+     * count; a thread's place is the earlier warps' counts plus its ballot's lower bits. The
+     * last barrier publishes list and lets the next call reuse count[]. */
     static __device__ __forceinline__ unsigned int block_compact(bool p, bool q, unsigned short *list, bool &any_q)
     {
         __shared__ unsigned int count[kWarps];

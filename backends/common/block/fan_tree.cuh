@@ -1,21 +1,16 @@
-/* A block-wide fold through shared memory with few barriers, for generations without warp
- * shuffles: at each level the first m = ceil(n / kFan) threads fold the n values left,
- * thread t the ones at t + k m (consecutive threads, consecutive slots: no bank
- * conflicts), as a pairwise tree, until one is left, in thread 0. A fixed order, so
- * deterministic. kFan is 4 for 16-byte values, whose eight took more registers than the
- * kernels had. */
+/* A block fold through shared memory (no warp shuffles): per level, the first
+ * m = ceil(n / kFan) threads fold slots t, t + m, ... pairwise until thread 0 holds the
+ * result. A fixed order, so deterministic. */
 #pragma once
 
 namespace gs {
 
-/* The tree over slots (one per thread, stored before the call): add(a, b) combines two,
- * and a folding thread t hands its fold a to put(t, a, last), which stores it in slot t
- * for the next level or, at the last level (thread 0 alone), takes the result. The last
- * level's fold also comes back in thread 0. Starts each level with a barrier. */
+/* slots: one value per thread, stored by the caller; a barrier starts each level.
+ * put(t, a, last) keeps a for the next level, or (last) takes the result thread 0 returns. */
 template <int kBlock, typename V, typename Add, typename Put>
 __device__ __forceinline__ V fan_tree(V v, V *slots, Add add, Put put)
 {
-    const int kFan = sizeof(V) > 8 ? 4 : 8;
+    const int kFan = sizeof(V) > 8 ? 4 : 8; /* 4: fits the registers */
     const unsigned int t = threadIdx.x;
 #pragma unroll
     for (unsigned int n = kBlock; n > 1; n = (n + kFan - 1) / kFan) {

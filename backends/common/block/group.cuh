@@ -1,10 +1,8 @@
-/* Groups of Policy::kGroup threads, each reducing its own medium segment (the segmented
- * reduction), for generations without warp shuffles: all groups at once through shared
- * memory, the first 8 threads of a group folding 4 consecutive values each, then the
- * group's first thread folding those 8, in order (3 block-wide barriers, where a binary
- * tree took 7). The folds are gs::Fold's, so the exact sums keep only their additions in
- * a row, their tests beside them. Called by every thread of the block; starts with a
- * barrier, so the scratch is free. The result is in each group's first thread. */
+/* Groups of Policy::kGroup threads each reduce their values (segmented reduction), all at
+ * once through shared memory, for generations without warp shuffles: kGroup / 4 threads fold
+ * 4 consecutive slots each, then the group's first thread folds theirs, in order, with
+ * gs::Fold. Every thread calls it; it starts with a barrier, and the result is in each
+ * group's first thread. */
 #pragma once
 
 #include "thread/ops.cuh"
@@ -20,7 +18,7 @@ __device__ __forceinline__ typename Op::Acc group_reduce_shared(typename Op::Acc
     slots[t] = v;
     __syncthreads();
     if (lane < kGroup / kQuad) {
-        /* values lane*4 .. lane*4+3 of the group: read and written by this thread only */
+        /* slots b .. b + 3: this thread's alone */
         const unsigned int b = t - lane + lane * kQuad;
         typename Fold<Op>::F a = Fold<Op>::of(slots[b]);
 #pragma unroll

@@ -1,6 +1,5 @@
 /* Striped loads of a range into per-thread accumulators, for nt cooperating threads (the
- * grid, a block or a group): the misaligned head, 16-byte vectors with Policy::kUnroll
- * loads in flight (Policy::load16), and the tail, each accumulator in index order. */
+ * grid, a block or a group), each accumulator seeing increasing indices. */
 #pragma once
 
 #include <stdint.h>
@@ -21,12 +20,9 @@ __device__ __forceinline__ typename Op::Acc fold16(typename Op::Acc acc, const u
     return Accum<Op>::template add_vec<kPer>(acc, v, first);
 }
 
-/* Folds n consecutive elements starting at `in` (element-aligned), whose first has index
- * `first`, as thread t of nt cooperating threads: the misaligned head and the tail one
- * element per thread, the 16-byte vectors in between with kUnroll independent loads in
- * flight, each into its own accumulator acc[u], which sees increasing indices.
- * accumulate() below returns the thread's share, combined in a fixed order. Used with
- * nt = the grid (gs_reduce), a block, or a group of threads (segmented reduction). */
+/* Thread t of nt folds its share of n elements at `in` (element-aligned; the first has index
+ * `first`): the misaligned head and the tail one element per thread, the 16-byte vectors
+ * between with kUnroll loads in flight (Policy::load16), load u into acc[u]. */
 template <typename Policy, typename Op, int kUnroll>
 __device__ __forceinline__ void accumulate_parts(const typename Op::In *__restrict__ in, uint64_t n, uint64_t first,
                                                  uint64_t t, uint64_t nt, typename Op::Acc (&acc)[kUnroll])
@@ -34,8 +30,7 @@ __device__ __forceinline__ void accumulate_parts(const typename Op::In *__restri
     typedef typename Op::In T;
     const int kPer = 16 / sizeof(T);
 
-    /* Split [0, n) into a misaligned head, whole 16-byte vectors, and a tail, once. The
-     * input is element-aligned (checked by the core), so head < kPer. */
+    /* The core checks element alignment, so head < kPer. */
     const uint64_t misalign = ((uintptr_t)in & 15u) / sizeof(T);
     uint64_t head = misalign ? (uint64_t)kPer - misalign : 0;
     if (head > n)
@@ -48,14 +43,11 @@ __device__ __forceinline__ void accumulate_parts(const typename Op::In *__restri
     for (int u = 0; u < kUnroll; u++)
         acc[u] = Op::identity();
 
-    /* Head elements (before every vector). The loops that run a few times at most are
-     * kept rolled (`unroll 1`): the compiler would otherwise unroll them by four in every
-     * copy of this function, for nothing. */
+    /* Loops that run a few times at most stay rolled: unrolling them only adds code. */
 #pragma unroll 1
     for (uint64_t h = t; h < head; h += nt)
         acc[0] = Accum<Op>::add(acc[0], in[h], (int64_t)(first + h));
 
-    /* kUnroll independent loads in flight, then fold each into its own accumulator. */
     uint64_t i = t;
     for (; i + (kUnroll - 1) * nt < nvec; i += kUnroll * nt) {
         uint4 raw[kUnroll];
@@ -69,7 +61,6 @@ __device__ __forceinline__ void accumulate_parts(const typename Op::In *__restri
 #pragma unroll 1
     for (; i < nvec; i += nt)
         acc[0] = fold16<Op>(acc[0], Policy::load16(vin + i), first + head + i * kPer);
-    /* Tail elements (after every vector), also in increasing index order per accumulator. */
 #pragma unroll 1
     for (uint64_t r = tail_begin + t; r < n; r += nt)
         acc[0] = Accum<Op>::add(acc[0], in[r], (int64_t)(first + r));
@@ -86,7 +77,7 @@ __device__ __forceinline__ typename Op::Acc combine_parts(const typename Op::Acc
     return a;
 }
 
-/* The same as accumulate_parts, as one value. */
+/* accumulate_parts' accumulators, combined. */
 template <typename Policy, typename Op, int kUnrollArg = 0>
 __device__ __forceinline__ typename Op::Acc accumulate(const typename Op::In *__restrict__ in, uint64_t n,
                                                        uint64_t first, uint64_t t, uint64_t nt)

@@ -12,12 +12,10 @@
 
 namespace gs {
 
-/* Accum<Op>::add(acc, x, i) is combine(acc, lift(x, i)), and add_vec the same over one
- * vector of consecutive elements, where every element folded into `acc` so far has a
- * lower index (the kernel's loops visit each accumulator's elements in increasing index
- * order). For ARGMIN/ARGMAX that order makes the tie-break free (the accumulator wins
- * ties), and lets a vector that cannot improve on the accumulator be skipped after one
- * min/max per element, which keeps ARGMAX near memory speed. */
+/* Accum<Op>::add(acc, x, i) is combine(acc, lift(x, i)); add_vec folds a vector of
+ * consecutive elements. Requires: every element already in `acc` has a lower index (the
+ * loads visit each accumulator in increasing index order). For ARGMIN/ARGMAX that makes
+ * ties free (the accumulator wins) and lets a vector enter as its best element alone. */
 template <typename Op> struct Accum {
     static __device__ __forceinline__ typename Op::Acc add(typename Op::Acc a, typename Op::In x, int64_t i)
     {
@@ -34,13 +32,11 @@ template <typename Op> struct Accum {
     }
 };
 
-/* VecBest<T, kMax>::best(v, m): m = the largest (kMax) or smallest element of the vector,
- * and whether the vector may hold a NaN (then m is meaningless and the caller scans
- * exactly). same(x, m): whether element x equals m, for a vector without NaNs. Generic:
- * the min/max of the elements and a NaN test of each; float32 and the 16-bit floats use
- * the NaN-propagating min/max of compute capability 8.0+ (one instruction, and a NaN
- * anywhere makes m NaN), pairwise for the 16-bit types. Signed zeros compare equal, as
- * in the operation itself. */
+/* VecBest<T, kMax>::best(v, m): m = the vector's largest (kMax) or smallest element;
+ * returns whether it may hold a NaN (then m is meaningless and the caller scans exactly).
+ * same(x, m): x == m, for a vector without NaNs; signed zeros are equal, as in the op.
+ * On compute capability 8.0+ float32 and the 16-bit floats use the NaN-propagating
+ * min/max, so a NaN anywhere makes m NaN. */
 template <typename T, bool kMax> struct VecBest {
     typedef typename Wide<T>::type M;
     template <int kPer> static __device__ __forceinline__ bool best(const T (&v)[kPer], M &m)
@@ -77,8 +73,7 @@ template <bool kMax> struct VecBest<float, kMax> {
     static __device__ __forceinline__ bool same(float x, float m) { return x == m; }
 };
 
-/* __half and __nv_bfloat16: pairs with the packed NaN-propagating min/max, then the two
- * halves of the last pair. */
+/* __half and __nv_bfloat16: packed pairs, then the last pair's two halves. */
 template <typename H, typename H2, bool kMax> struct VecBestHalf {
     typedef H M;
     static __device__ __forceinline__ H2 pick2(H2 a, H2 b) { return kMax ? __hmax2_nan(a, b) : __hmin2_nan(a, b); }
@@ -108,8 +103,7 @@ template <bool kMax> struct VecBest<__nv_bfloat16, kMax> : VecBestHalf<__nv_bflo
 template <typename T, typename Out, bool kMax> struct AccumArg {
     typedef OpArgBase<T, Out, kMax> Base;
     typedef typename Base::V V;
-    /* Whether x, later in index order than best, replaces it: best is a number and x is a
-     * NaN or strictly better. */
+    /* Whether x, later than best, replaces it: best is a number and x a NaN or better. */
     static __device__ __forceinline__ bool better(V best, V x)
     {
         return !is_nan(best) && (is_nan(x) || (kMax ? best < x : x < best));
@@ -126,16 +120,10 @@ template <typename T, typename Out, bool kMax> struct AccumArg {
     {
         return merge(a, widen(x), i);
     }
-    /* One vector, without a branch per element: its best value m (VecBest: kPer - 1
-     * min/max instructions), the position of m's first occurrence (a compare and a select
-     * per element), then one merge into the accumulator. The vector's own best decides,
-     * since every element of the vector comes after everything in the accumulator and
-     * before everything folded later. A vector holding a NaN (VecBest may also say so
-     * when unsure: the answer is the same) takes the exact scan, element by element. No
-     * thread waits on a data-dependent branch for numbers; the earlier version skipped
-     * vectors that could not improve the accumulator, which diverged within a warp
-     * whenever one thread's vector could - nearly always while threads have seen few
-     * vectors (bench/HISTORY.md, v6). */
+    /* One vector without a branch per element (bench/HISTORY.md, v6): its best m
+     * (VecBest), the position of m's first occurrence, then one merge. The vector's best
+     * alone can decide, since the vector comes after all of acc and before all folded
+     * later. A vector that may hold a NaN takes the exact scan, element by element. */
     template <int kPer>
     static __device__ __forceinline__ typename Base::Acc add_vec(typename Base::Acc a, const T (&v)[kPer],
                                                                  uint64_t first)
@@ -152,9 +140,7 @@ template <typename T, typename Out, bool kMax> struct AccumArg {
         for (int k = kPer - 2; k >= 0; k--)
             pos = VecBest<T, kMax>::same(v[k], m) ? k : pos;
         const V mv = widen(m); /* not a NaN */
-        /* Selects, not a branch: whether the vector wins differs from lane to lane, and
-         * with `if` the compiler sank the position into a branch that most warps then ran
-         * both ways. */
+        /* Selects, not a branch: whether the vector wins differs between lanes. */
         const bool take = a.i < 0 || (!is_nan(a.v) && (kMax ? a.v < mv : mv < a.v));
         const int64_t idx = (int64_t)(first + (uint64_t)pos);
         a.v = take ? mv : a.v;

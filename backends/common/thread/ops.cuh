@@ -1,9 +1,8 @@
 /*
- * The element types and the operations of the reductions, written once for both backends
- * (agent/reduce.cuh's kernel body, agent/segmented.cuh, the exact sums' checked ops): what an element
- * is computed in and rounded back to (Wide, Narrow, Arith, Bounds), and each op as
- * identity, lift, combine and result over its accumulator (OpSum .. OpXor), with the
- * ARGMIN/ARGMAX keys. Nothing here knows the grid, the Policy or the protocol.
+ * The reductions' element types and operations, for both backends: what an element is
+ * computed in and rounded back to (Wide, Narrow, Arith, Bounds), each op as identity, lift,
+ * combine and result over its accumulator (OpSum .. OpXor), and the ARGMIN/ARGMAX keys.
+ * Nothing here knows the grid, the Policy or the protocol.
  */
 #pragma once
 
@@ -50,7 +49,7 @@ template <typename W> __host__ __device__ __forceinline__ bool is_nan(W) { retur
 template <> __host__ __device__ __forceinline__ bool is_nan<float>(float x) { return x != x; }
 template <> __host__ __device__ __forceinline__ bool is_nan<double>(double x) { return x != x; }
 
-/* min/max of two numbers (NaNs are the callers' business): one instruction each. */
+/* min/max of two numbers; NaNs are the callers' business. */
 template <typename W> __device__ __forceinline__ W vmax(W a, W b) { return a < b ? b : a; }
 template <typename W> __device__ __forceinline__ W vmin(W a, W b) { return b < a ? b : a; }
 template <> __device__ __forceinline__ float vmax<float>(float a, float b) { return fmaxf(a, b); }
@@ -106,9 +105,9 @@ template <typename T, typename Out> struct OpProd : OpSum<T, Out> {
     static __device__ __forceinline__ Acc combine(Acc a, Acc b) { return a * b; }
 };
 
-/* min/max that propagate NaN: once either side is NaN the result is NaN (which NaN is
- * not specified, docs/semantics.md §3). float32 (also the accumulator of the 16-bit
- * floats) uses the one-instruction NaN-propagating min/max of compute capability 8.0+. */
+/* min/max that propagate NaN: if either side is NaN the result is NaN (which NaN is not
+ * specified, docs/semantics.md §3). float32, also the 16-bit floats' accumulator, uses the
+ * NaN-propagating min/max instruction of compute capability 8.0+. */
 template <typename W> struct NanMinMax {
     static __device__ __forceinline__ W min(W a, W b) { return is_nan(a) ? a : (is_nan(b) || b < a) ? b : a; }
     static __device__ __forceinline__ W max(W a, W b) { return is_nan(a) ? a : (is_nan(b) || a < b) ? b : a; }
@@ -174,10 +173,8 @@ template <typename T, typename Out, bool kMax> struct OpArgBase {
         a.i = i;
         return a;
     }
-    /* Written as one predicate and two selects, without early returns: the block and
-     * warp reductions shuffle between calls of it, and with branches there the compiler
-     * wrapped the shuffles in divergence fall-backs (WARPSYNC.COLLECTIVE); f32 ARGMAX's
-     * kernel went from 2096 to 1432 instructions with this and the member-wise shuffle. */
+    /* One predicate and two selects, no early returns: the warp reductions shuffle between
+     * calls, and branches here make the compiler wrap the shuffles in divergence fall-backs. */
     static __host__ __device__ __forceinline__ Acc combine(Acc a, Acc b)
     {
         const bool an = is_nan(a.v), bn = is_nan(b.v);
@@ -202,19 +199,17 @@ template <typename T, typename Out> struct IsArg<OpArgMax<T, Out> > { static con
 
 /* ARGMIN/ARGMAX as keys. A (value, index) pair packs into an unsigned key whose maximum is
  * the pair combine() would choose: the high word orders the values (the better value
- * higher, every NaN above every number, signed zeros equal), the low word is ~index (the
- * lower index higher). For a value of 32 bits or less (computed as float, int32 or
- * uint32) and an index below 2^32 - 2 the key is one uint64; for 64-bit values
- * (double, int64, uint64) it is two, the value's and ~index, with no limit on n. The
- * all-zero key is "no element": a number's value word is never 0, and where it is (the
- * lowest integer) the index word is not. Combining keys is a max - compares and selects
- * without a branch - where OpArgBase::combine, with its NaN and tie rules, is about 20
- * instructions around branches; the block and grid reductions of ARGMIN/ARGMAX, whose
- * latency made most of their extra cost over SUM at small n, run on keys wherever n
- * allows (bench/HISTORY.md, v7). Only the index reaches the output. */
+ * higher, every NaN the same word above every number, signed zeros equal), the low word is
+ * ~index (the lower index higher), so equal value words fall to the lower index, as in
+ * combine(). A value of 32 bits or less (computed as float, int32 or uint32) with an index
+ * below 2^32 - 2 makes one uint64; a 64-bit value (double, int64, uint64) makes two words,
+ * any n. The all-zero key is "no element": a float's value word is never 0, an integer's
+ * only for the op's worst value, whose index word is not 0. Keys combine by a branch-free
+ * max, so the block and grid reductions use them wherever n allows (bench/HISTORY.md, v7).
+ * Only the index reaches the output. */
 template <typename V, bool kMax> struct KeyOrder;
-/* Floats: the bits, sign-magnitude turned into an order (negatives reversed below the
- * positives), -0 made +0 first, every NaN the largest word. */
+/* Floats: -0 made +0, then the sign-magnitude bits turned into an order (negatives
+ * reversed below the positives); every NaN the largest word. */
 template <typename F, typename W> __host__ __device__ __forceinline__ W float_order(F v, bool max)
 {
     F z; /* v + 0: -0 becomes +0 */
@@ -284,9 +279,9 @@ template <typename T> struct OpArgKey128 {
     }
     static __host__ __device__ __forceinline__ int64_t result(Acc k) { return k.lo ? (int64_t)~k.lo : -1; }
 };
-/* A chain of combines (cuda_sm11_compat's group folds) through Fold<Op>::F: value(of(a)
- * combined with of(b), ...) is Op::combine(Op::combine(a, b), ...). By default F is the
- * accumulator itself; the exact sums' carries its test beside it (exact/ops.cuh). */
+/* A chain of combines (block/group.cuh) through Fold<Op>::F: value(of(a) combined with
+ * of(b), ...) is Op::combine(Op::combine(a, b), ...). F is the accumulator itself, except
+ * for the exact sums, whose F carries the exactness test beside it (exact/ops.cuh). */
 template <typename Op> struct Fold {
     typedef typename Op::Acc F;
     static __device__ __forceinline__ F of(typename Op::Acc a) { return a; }
