@@ -1,53 +1,35 @@
 /*
- * Exact float sums (GS_REDUCE_EXACT, docs/semantics.md §12), written once for both
- * backends: one launch, the exact sum rounded once by the last block, or its accumulator.
+ * Exact float sums (GS_REDUCE_EXACT, docs/semantics.md §12): one launch, both backends.
  *
- * Per thread, every element goes into a short floating-point expansion a[0..K) with an
- * error-free addition (two_sum: a + x == s + e exactly, barring overflow, which the
- * element guard below rules out), level after level; what is left after the last level
- * goes through the thread's two spill terms (ExactSpill) and what they cannot hold is
- * added to the block's long accumulator (flush). So at every moment
- *     sum of the thread's elements == sum of its expansions and spill terms + what it flushed,
- * exactly (ExBLAS: Iakymchuk, Collange, Defour, Graillat). Before that, each float16 or
- * bfloat16 vector is tried with plain additions into a[0] (exact_try_plain), kept when all
- * of them were exact: for ordinary data that is all the loop does, with no memory traffic.
- * float32 and float64 instead go into fixed point in two doubles (exact/anchor.cuh), the
- * same identity with hi + lo (and float64's low expansion) for the expansions;
- * ExactThread holds either.
+ * Representation: each thread keeps an ExactThread (exact/thread.cuh). float16 and bfloat16: a
+ * K-term expansion a[0..K) fed by TwoSum (a + x == s + e exactly), each vector first tried with
+ * plain additions (exact_try_plain), kept if all were exact. float32 and float64: fixed point in
+ * two doubles (exact/anchor.cuh). What the form cannot hold goes to two spill terms, and what
+ * they cannot hold is flushed into the block's shared limbs (gs_exact_acc) by integer atomics,
+ * in any order: the same bits on any grid. Invariant: a thread's elements sum exactly to its
+ * form + spill terms + what it flushed.
  *
- * The block's long accumulator is gs_exact_acc's fixed point (limbs of 32-bit digits from
- * 2^-1088) in shared memory, added to with 64-bit integer atomics: integer addition is
- * associative, so the order in which threads flush does not matter, and the result is the
- * same bits on any grid.
+ * Fast path (exact/grid.cuh): if nothing was flushed, the forms are added with checked additions
+ * (exact/ops.cuh) in one double, else two; an exact result is the block's partial, and the last
+ * block folds the partials likewise and rounds once. Slow path: a shared tree merges the
+ * expansions (residuals flushed), the limbs go to the workspace by int64 atomics, and the last
+ * block (docs/design.md's guard) zeroes the workspace, then normalises the total and rounds it
+ * once (exact_finish) or, for the accumulator form, writes it out.
  *
- * The block's end has a fast path (exact/grid.cuh): when nothing was flushed, the threads'
- * expansions are added up with checked additions (OpCheckedSum, exact/ops.cuh), in one
- * double, else in two; if that sum is exact, it is the block's partial, and the last block
- * combines the partials the same way and rounds once. Otherwise the block's threads merge
- * their expansions in a shared-memory tree (each merge exact, its residuals flushed), the
- * tree's last expansion is flushed, the block's limbs are added (int64 atomics) to the
- * launch's accumulator in the workspace, and the last block (docs/design.md's guard)
- * returns the workspace to zero and, with all its threads (exact_finish), normalises the
- * total and rounds it once (internal/exact_format.h, the code gs_exact_round runs) or
- * writes it out (the accumulator form always goes this way).
+ * Guards, per 16-byte vector from the raw bits: a NaN, an infinity or an element from which K
+ * TwoSums could overflow (bfloat16: 2^96; float64: 2^960) takes the slow path, each element
+ * counted or flushed. A thread sees fewer than 2^31 elements, so below the bound |a[0]| <
+ * 2^31 * bound stays far inside the type's range.
  *
- * Guards, per 16-byte vector and from the raw bits (integer ops only): a vector holding a
- * NaN or an infinity, or an element so large that K TwoSums could overflow (bfloat16 in
- * float: 2^96; float64's, 2^960, is exact/anchor.cuh's), takes the slow path: every
- * element counted (NaN, +inf, -inf) or flushed on its own. Elements below the bound cannot
- * overflow the expansion: a thread sees fewer than 2^31 elements (the grid has at least n /
- * 2^28 blocks of 256), so |a[0]| < 2^31 * bound stays far inside the type's range.
+ * Limb bounds: a flush adds a digit below 2^32 to each of three limbs, an element causes at most
+ * one flush, and a block gets at most 2^28 elements (backend.c's grid): |shared limb| < 2^61.
+ * A block adds each limb to the workspace as its low 32 bits plus the carry from the limb below
+ * (< 2^29): under 2^34 per limb, so no int64 overflows below 2^29 blocks.
  *
- * Limb bounds: each flush adds three digits below 2^32 in magnitude, and an element causes
- * at most one flush (its residual, or itself on the slow path), so a block of at most 2^28
- * elements (the host sizes the grid for that: backend.c) keeps |shared limb| < 2^61; a block
- * adds each limb as its low 32 bits and its carry (< 2^29) into the next, less than 2^34 per
- * limb of the workspace's total: no int64 overflows for any grid below 2^29 blocks.
- *
- * cuda_sm11_compat compiles this too: no warp shuffles or votes here. Beyond compute
- * capability 1.1 it needs float64 arithmetic (1.3) and 64-bit integer atomic adds in shared
- * and global memory (2.0): docs/design.md, "Exact sums".
- */#pragma once
+ * cuda_sm11_compat compiles this too (no shuffles or votes): it needs float64 and 64-bit
+ * integer atomics (compute capability 2.0).
+ */
+#pragma once
 
 #include "block/checked.cuh"
 #include "exact/acc.cuh"
@@ -58,19 +40,16 @@
 
 namespace gs {
 
-/* Whether an accumulator is two doubles (OpCheckedSumDd's hi + lo). */
+/* Whether an accumulator is OpCheckedSumDd's two doubles. */
 template <typename A> struct IsExactDd { static const bool value = false; };
 template <> struct IsExactDd<ExactDd> { static const bool value = true; };
 
-/* Whether an expansion of K terms already is an accumulator of Chk: two terms, and Chk's
- * two doubles (OpCheckedSumDd's hi + lo; float64's expansions). */
+/* Whether a K-term expansion already is Chk's accumulator: two terms, Chk's two doubles. */
 template <typename Chk, int K> struct ExactIsPair {
     static const bool value = K == 2 && IsExactDd<typename Chk::Acc>::value;
 };
 
-/* One expansion a (a[0] its leading term, the others error terms) as a one-term fold of
- * Chk: a pair (ExactIsPair) as it is, hi + lo, no addition needed; else the terms added,
- * the error terms' zeros skipped. */
+/* Expansion a as a one-term fold of Chk: a pair as it is, else its nonzero terms added. */
 template <typename Chk, typename F, int K>
 __device__ __forceinline__ typename OpExactTree<Chk>::Acc exact_expansion_of(const F (&a)[K])
 {
@@ -85,13 +64,8 @@ __device__ __forceinline__ typename OpExactTree<Chk>::Acc exact_expansion_of(con
     return v;
 }
 
-/* The thread's expansions and spill terms as one fold of Chk's checked additions
- * (OpExactTree<OpCheckedSum> or <OpCheckedSumDd>; not ok if that cannot be exact): the
- * expansions, then the spill terms that are not zero (where ExactIn's kSpillFast; a
- * float64 block that used them is not fast). Pairs (ExactIsPair) are added
- * pairwise (exact_fold_pairs), each a TwoSum and two checked additions deep;
- * the others in a row, each one double addition deep: a pairwise fold there made
- * cuda_sm11_compat's float32 kernel spill on sm_90. */
+/* The thread's expansions, then its nonzero spill terms (where kSpillFast), as one fold of
+ * Chk's checked additions, not ok if inexact. Pairs fold pairwise, others in a row (registers). */
 template <typename Chk, typename T, typename F, int K, int kU>
 __device__ __forceinline__ typename OpExactTree<Chk>::Acc exact_checked_of(const F (&a)[kU][K], const F *spill,
                                                                             int stride)
@@ -117,11 +91,9 @@ __device__ __forceinline__ typename OpExactTree<Chk>::Acc exact_checked_of(const
     return v;
 }
 
-/* One try of the block's fast path with Chk (OpCheckedSum or OpCheckedSumDd): the
- * threads' expansions added with checked additions, then over the block
- * (block_reduce_checked). Whether every addition was exact and nothing went into the long
- * accumulator, and then the block's sum v, the same in every thread. Every thread; holds
- * barriers; reads s until it returns (a barrier before s is written again). */
+/* One try of the block's fast path with Chk: returns whether every addition was exact and
+ * nothing was flushed, v then the block's sum in every thread. Every thread (barriers); s is
+ * read until it returns. */
 template <typename Policy, typename Chk, typename T, typename F, int K, int kU>
 __device__ __forceinline__ bool exact_block_try(const F (&a)[kU][K], const F *spill,
                                                 CheckedScratch<Policy::kBlock, typename Chk::Acc> &s,
@@ -130,9 +102,7 @@ __device__ __forceinline__ bool exact_block_try(const F (&a)[kU][K], const F *sp
     const typename OpExactTree<Chk>::Acc mine = exact_checked_of<Chk, T, F, K, kU>(a, spill, Policy::kBlock);
     bool ok = mine.ok != 0;
     v = Chk::to_dd(block_reduce_checked<Policy, Chk>(mine.v, ok, s));
-    /* after the block reduction's barriers, which every thread reached after its last
-     * flush: acc.dirty is final (only a block that is not fast, as every thread then
-     * knows, flushes again) */
+    /* every flush preceded the reduction's barriers, so acc.dirty is final here */
     return ok && !acc.dirty;
 }
 
@@ -154,7 +124,7 @@ __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t 
     const ExactSpill<F> sp = {&spill[0][t], Policy::kBlock};
     exact_zero(acc);
 
-    /* The grid-stride loop of accumulate_parts (block/load.cuh): head, vectors, tail. */
+    /* accumulate_parts' loop (block/load.cuh): head, vectors, tail */
     const uint64_t gt = (uint64_t)blockIdx.x * Policy::kBlock + t, nt = (uint64_t)gridDim.x * Policy::kBlock;
     const uint64_t misalign = ((uintptr_t)in & 15u) / sizeof(T);
     uint64_t head = misalign ? (uint64_t)kPer - misalign : 0;
@@ -168,8 +138,7 @@ __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t 
 #pragma unroll 1
     for (uint64_t h = gt; h < head; h += nt)
         th.scalar(in[h], acc, sp, sign_clear);
-    /* kU vectors per trip, and the next trip's loads issued before this trip's additions,
-     * so the loads never wait for the arithmetic. */
+    /* the next trip's loads overlap this trip's additions */
     uint64_t i = gt;
     if (i + (kU - 1) * nt < nvec) {
         uint4 raw[kU];
@@ -197,10 +166,7 @@ __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t 
         }
     }
     if constexpr (In::kPartTrip) {
-        /* Fewer than kU vectors left, their loads issued at once: the small sums' grids
-         * (gs_grid_for_exact) leave a thread one to three vectors, which loaded one after
-         * the other would each wait for memory in turn (kPartTrip: the other types' main
-         * loops lost registers to it). */
+        /* under kU vectors left: load them at once, not one wait per vector */
         if (i < nvec) {
             uint4 raw[kU];
             int count = 0;
@@ -228,14 +194,10 @@ __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t 
         th.scalar(in[r], acc, sp, sign_clear);
     sign_clear |= (sign_and & In::kSign) != In::kSign;
     if (sign_clear)
-        acc.sign_clear = 1; /* the same value from any thread: no atomic needed */
+        acc.sign_clear = 1; /* same value from any thread: no atomic */
     const F(&a)[kRows][K] = th.end(sign_clear);
 
-    /* The fast path (exact/grid.cuh): nothing went into the limbs, and the threads'
-     * expansions add up exactly in one double (cheaper, and enough for most data; not for
-     * float64), else in two: the block's sum is v. Whether anything went into the limbs
-     * (acc.dirty) is read after the first try's barriers, not behind one of its own; a
-     * dirty block's tries are wasted work, but such blocks are rare. */
+    /* fast path; acc.dirty is read after the first try's barriers, not behind its own */
     __shared__ ExactScratch<Policy> scratch;
     ExactDd v = {-0.0, 0.0};
     bool fast = false;
@@ -243,9 +205,8 @@ __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t 
         if constexpr (In::kOneDouble) {
             fast = exact_block_try<Policy, OpCheckedSum<T>, T, F, K, kRows>(a, &spill[0][t], scratch.d, acc, v);
             if (!fast)
-                __syncthreads(); /* the first try's reads of the scratch done */
+                __syncthreads(); /* the first try's scratch reads done */
         }
-        /* acc.dirty only after the first try's barrier (float64's try reads it itself) */
         if (!fast && (!In::kOneDouble || !acc.dirty))
             fast = exact_block_try<Policy, OpCheckedSumDd<T>, T, F, K, kRows>(a, &spill[0][t], scratch.dd, acc, v);
     } else {
@@ -253,7 +214,7 @@ __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t 
     }
     if (!fast) {
         exact_block_merge<Policy, F, K, kRows>(acc, a, spill, tree);
-    } else if (gridDim.x == 1) { /* one block, fast: no partials, no ticket, no call */
+    } else if (gridDim.x == 1) { /* one fast block: no partials, no ticket */
         if (t == 0)
             exact_write_checked<T>(v, n, out, out_dtype);
         return;

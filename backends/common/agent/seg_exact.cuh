@@ -1,31 +1,21 @@
 /*
- * Exact segmented sums (GS_SEGMENTED_EXACT, docs/semantics.md §12): every segment's float
- * SUM correctly rounded, in the one launch of the segmented reduction (agent/segmented.cuh),
- * written once for both backends.
+ * Exact segmented sums (GS_SEGMENTED_EXACT, docs/semantics.md §12): each segment's float SUM
+ * correctly rounded, in the segmented reduction's one launch (agent/segmented.cuh).
  *
- * The segmented reduction runs unchanged with OpCheckedSum as its op: float16, bfloat16 and
- * float32 elements are summed in one double, float64 elements in two (hi + lo), and every
- * addition is checked to be exact (Dekker's test, as exact_try_plain in agent/exact.cuh). An
- * addition that is not, a NaN or an infinity (inf - inf is no number, and x + inf fails
- * the test), or an overflow turns the accumulator into NaN, which every later addition
- * keeps: the segment is "lost". A segment that is not lost holds its exact sum, and
- * rounding that once is the correctly rounded result, whatever order and grouping the
- * kernel took. For ordinary data nothing is lost: a double holds the exact sum of
- * float32s whose exponents and sum span fewer than 53 bits, and of any float16s up to
- * 2^29 in magnitude.
+ * The segmented reduction runs with OpCheckedSum: float16, bfloat16 and float32 are summed in
+ * one double, float64 in two (hi + lo), each addition checked exact by Dekker's test. An inexact
+ * addition, a NaN, an infinity or an overflow makes the accumulator NaN for good: the segment
+ * is "lost". A segment not lost holds its exact sum, so rounding it once is correct whatever
+ * order the kernel took. A double holds exactly the sum of float32s whose exponents and sum
+ * span fewer than 53 bits, and of any float16s up to 2^29.
  *
  * A lost segment is summed again element by element into the block's long accumulator
- * (exact/acc.cuh), which is exact for any data and follows the IEEE rules for NaN and
- * infinities: a segment owned by a chunk at the end of its round (every lost one of the
- * round in turn, by the whole block), a segment that crosses chunks by the block that
- * combines its pieces: the pieces that were exact are added as they are, the lost ones
- * are read again. Each element is read again at most once, so the time stays bounded
- * (a few times the default's for data whose exponents spread wider than a double holds).
+ * (exact/acc.cuh, exact for any data): an owned one at the end of its round, a crossing one by
+ * the block that combines its pieces, re-reading only the lost pieces. Each element is read
+ * again at most once, so the work stays bounded.
  *
- * The zero sign: the accumulators start at -0.0, and IEEE addition gives -0 only for
- * -0 + -0, so an exact zero is -0.0 exactly when every element was -0.0, as gs_reduce's
- * exact sum rules (float64's hi carries the sign; its lo only error terms). An empty
- * segment is +0.0.
+ * Zero sign: accumulators start at -0.0 and IEEE gives -0 only for -0 + -0, so an exact zero is
+ * -0.0 exactly when every element was (float64's hi has the sign). An empty segment is +0.0.
  */
 #pragma once
 
@@ -58,9 +48,8 @@ __device__ __forceinline__ void exact_carry_once(ExactShared &acc)
 }
 
 /* in[b, e) (clipped to n) into the block's accumulator, element by element; every thread.
- * since: the elements flushed since the limbs' last carry pass, for every call on the same
- * accumulator (zero after exact_zero); a carry pass runs whenever 2^27 more would follow,
- * so the limbs stay below 2^61. */
+ * since: elements flushed since the last carry pass, kept across calls on one accumulator (0
+ * after exact_zero); a carry pass runs before 2^27 more, so the limbs stay below 2^61. */
 template <typename T>
 __device__ __forceinline__ void exact_add_range(ExactShared &acc, const T *in, uint64_t b, uint64_t e, uint64_t n,
                                                 bool &sign_clear, uint64_t &since)
@@ -147,9 +136,8 @@ template <typename Policy, typename T> struct SegExactWrite {
         __syncthreads();
         if (!w.lost)
             return;
-        /* piece c holds positions [c chunk - sj - 1, (c + 1) chunk - sj - 1) of the segment
-         * (the chunk's positions, agent/segmented.cuh), at most `chunk` of them whatever the
-         * offsets hold; its slot is exact unless lost */
+        /* piece c holds the segment's positions [c chunk - sj - 1, (c + 1) chunk - sj - 1),
+         * at most `chunk` whatever the offsets hold; its slot is exact unless lost */
         exact_zero(w.acc);
         bool sign_clear = false;
         uint64_t since = 0;

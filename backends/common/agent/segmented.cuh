@@ -1,47 +1,29 @@
 /*
- * The segmented reduction in one launch, written once for both backends (the Policy is
- * agent/reduce.cuh's, with kGroup, kGroupAlone, group_reduce, block_compact and block_count).
- * docs/design.md, "The segmented reduction", has the protocol with its reasons.
+ * The segmented reduction in one launch, for both backends; docs/design.md, "The segmented
+ * reduction", gives the protocol and its reasons.
  *
- * Work is split along the merge path of positions and segments: merge the n positions of
- * the input with the S segment beginnings (segment j's "marker" comes just before its
- * first element, at merged index offsets[j] + j; the element at p of segment j sits at
- * p + j + 1), and cut the n + S merged items into `nchunks` chunks of `chunk` items,
- * which the blocks take from a global work queue (gridsync_device.cuh). A chunk thus
- * holds at most `chunk` elements and segments together, so one giant segment, a million
- * tiny ones or a million empty ones at one place keep every block busy to the end.
- * Chunk k covers merged [d0, d1): it owns the segments [lo, hi) whose markers lie in it
- * and the positions [cb, ce) = [d0 - lo, d1 - hi). An owned segment that also ends in it
- * is finished here and written out directly: by one thread when it is short, by a group
- * of 32 threads when longer (a warp with shuffles, or 32 threads combining through shared
- * memory where there are none), by the block when long. The chunk also holds a piece of
- * at most two segments that cross its edges: the one coming in from an earlier chunk
- * (piece stored in slot A[k]) and the owned one going out to a later chunk (slot B[k],
- * possibly an empty piece when its marker ends the chunk). A segment spanning chunks c0 <
- * c1 thus has pieces B[c0], A[c0+1], ..., A[c1]; each piece's block takes a ticket on the
- * segment's counter (counter[c0]), and the block that takes the last one combines the
- * pieces in chunk order (release fence before the ticket, acquire fence and volatile
- * loads after) and writes the segment's result. The split depends only on n, S, the op
- * and the offsets, and every piece is reduced in a fixed order, so results are
- * run-to-run deterministic, floats included.
+ * Chunks: segment j's marker sits at merged index offsets[j] + j, just before its first element.
+ * The n + S merged items are cut into nchunks chunks of `chunk` items, taken by the blocks from
+ * a work queue, so a chunk holds at most `chunk` elements and segments together. Chunk k covers
+ * merged [d0, d1): it owns the segments [lo, hi) whose markers lie in it and the positions
+ * [cb, ce) = [d0 - lo, d1 - hi); an owned segment that ends in it is reduced there.
  *
- * Bad offsets (docs/semantics.md section 11) cost no more than good ones. Offsets are read
- * clamped to [0, n]; a segment whose end is below its begin is empty. The split's search
- * is monotone in its target whatever the offsets hold, so the chunks' owned ranges still
- * partition [0, S) and their positions are at most `chunk` each. A chunk gives up on its
- * remaining owned segments (leaving their outputs unwritten) when it owns more than
- * `chunk` of them or the first begins before cb, and else at the first round that holds a
- * decreasing pair of offsets: up to there the owned segments are sorted from cb on, so
- * they read disjoint positions inside the chunk (their ends are clipped to ce), and so
- * are the crossing pieces, clipped to [cb, ce). Each chunk therefore reads at most
- * about 2 x chunk elements and 2 x (chunk + kBlock) offsets beyond its search. The last
- * block to finish returns the queue and every counter it used to zero, so the next launch
- * on the workspace needs no memset whatever the offsets were.
+ * Slots: at most two segments cross a chunk's edges, one coming in (piece in slot A[k]) and the
+ * last owned one going out (B[k]). A segment spanning chunks c0 < c1 has pieces B[c0], A[c0+1],
+ * ..., A[c1]; each piece's block takes a ticket on counter[c0] (release before, acquire and
+ * volatile loads after), and the last one combines them in chunk order. The split depends only
+ * on n, S, the op and the offsets, and folds have a fixed order, so results repeat run to run.
  *
- * Workspace (GS_WORKSPACE_BYTES): the gs_reduce ticket at 0 (untouched here), the queue at
- * GS_SEG_QUEUE_OFFSET, slots A and B from GS_PARTIALS_OFFSET (scratch: gs_reduce's
- * partials and other launches' slots may overwrite them between launches), the counters
- * at GS_SEG_COUNTERS_OFFSET, past everything else (they must stay zero between launches).
+ * Bounded work (docs/semantics.md §11), bad offsets costing no more than good ones: offsets are
+ * read clamped to [0, n], and the split's search is monotone whatever they hold, so the owned
+ * ranges partition [0, S). A chunk gives up on its remaining owned segments (outputs
+ * unwritten) when it owns more than `chunk`, the first begins before cb, or a round holds a
+ * decreasing pair; until then they read disjoint positions in [cb, ce), as do the clipped
+ * crossing pieces: a chunk reads about 2 x chunk elements and 2 x (chunk + kBlock) offsets
+ * beyond its search. The last block zeroes the queue and counters, so no memset is needed.
+ *
+ * Workspace: the queue at GS_SEG_QUEUE_OFFSET, slots A and B (scratch) from GS_PARTIALS_OFFSET,
+ * the counters (zero between launches) at GS_SEG_COUNTERS_OFFSET.
  */
 #pragma once
 
@@ -72,16 +54,10 @@ __device__ __forceinline__ uint32_t seg_chunk_of(uint64_t m, uint64_t chunk, uin
     return c < nchunks ? (uint32_t)c : nchunks - 1;
 }
 
-/* For both targets, the number of segment markers before merged index target: the first
- * j in [0, S) with offset(j) + j >= target (S when there is none), searched by the whole
- * block at once: each round samples kBlock evenly spaced j and counts those below the
- * target, which for sorted offsets is the position of the answer among the samples:
- * log_kBlock(S) rounds of one load each instead of log_2(S) dependent loads. Every
- * thread computes the same ranges from the same counts, so there is no shared state to
- * race on. Whatever the offsets hold, the loop ends (each round shrinks the range), and
- * a larger target never gives a smaller answer (in a round its count is never smaller,
- * and a larger count moves its range past the other's): the chunks' owned ranges stay a
- * partition of [0, S). Call uniformly. */
+/* For both targets, the first j in [0, S) with offset(j) + j >= target, else S. Each round the
+ * block counts which of kBlock evenly spaced j lie below the target, and every thread narrows
+ * the range alike. For any offsets the loop ends (each round shrinks the range) and a larger
+ * target's count is never smaller, so the owned ranges partition [0, S). Call uniformly. */
 template <typename Policy>
 __device__ __forceinline__ void seg_split2(const int64_t *offsets, uint64_t S, uint64_t n, uint64_t target0,
                                            uint64_t target1, uint64_t *res0, uint64_t *res1)
@@ -113,10 +89,8 @@ __device__ __forceinline__ void seg_split2(const int64_t *offsets, uint64_t S, u
     *res1 = lo[1];
 }
 
-/* Owned segment j (lo <= j < hi), which the clamped offsets b and e bound, as this chunk
- * reads it: [b, *re), its end clipped to ce (sorted offsets end there anyway) and never
- * below its begin. Returns whether it is the segment going out to a later chunk, whose
- * piece round -1 reads instead. */
+/* Owned segment j with clamped offsets b, e as this chunk reads it: [b, *re), the end clipped
+ * to [b, ce]. Returns whether it goes out to a later chunk (round -1 reads its piece). */
 __device__ __forceinline__ bool seg_owned(uint64_t b, uint64_t e, uint64_t j, uint64_t hi, uint64_t ce, uint64_t *re)
 {
     *re = e < ce ? (e > b ? e : b) : (ce > b ? ce : b);
@@ -145,12 +119,11 @@ template <typename T, typename Acc> struct SegCross {
     const Acc *slots_a, *slots_b;
 };
 
-/* What the segmented reduction does with a segment's accumulator once it is complete: the
- * ops write their result. (The exact sums, agent/seg_exact.cuh, put aside a segment whose
- * accumulator lost exactness and sum it again at the round's end.) Shared: the block's
- * state; begin: every thread, before the first barrier; emit: the thread that holds
- * segment base + q's accumulator a (len: its elements); round_end: every thread, after a
- * barrier that follows a round's emits; cross: every thread, a valid in thread 0. */
+/* What becomes of a complete segment's accumulator: the result is written (agent/seg_exact.cuh
+ * sums lost ones again). Shared: the block's state; begin: every thread, before the first
+ * barrier; emit: the thread holding segment base + q's accumulator a (len: its elements);
+ * round_end: every thread, after a barrier following a round's emits; cross: every thread, a
+ * valid in thread 0. */
 template <typename Policy, typename Op> struct SegWrite {
     typedef typename Op::Acc Acc;
     typedef typename Op::OutT OutT;
@@ -224,15 +197,11 @@ __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restri
     Acc *slots_b = (Acc *)(workspace + GS_PARTIALS_OFFSET + (uint64_t)kSlot * nchunks);
     unsigned int *counters = (unsigned int *)(workspace + GS_SEG_COUNTERS_OFFSET);
     __shared__ typename Policy::template Scratch<Acc> scratch;
-    /* Every decision the block takes together comes from these shared copies of the
-     * offsets (or from a barrier's count), never from each thread's own load: offsets that
-     * change under a running kernel (a caller's race) then cost wrong results, never
-     * threads that disagree on a barrier. edge: offsets lo - 1, lo, hi - 1, hi, written
-     * once per chunk; round: offsets base .. rend, written before each round's vote and
-     * read after it. give_up: set by any thread that finds the owned offsets out of
-     * order, read after the vote. span: the chunk's [lo, hi) and [cb, ce), written once
-     * per chunk and read where used, not held in registers across the rounds, where they
-     * pushed the exact sums' kernels into spills. */
+    /* Block-wide decisions use only these shared copies or a barrier's count, so offsets
+     * changed by a caller's race give wrong results, not a barrier threads disagree on.
+     * edge (offsets lo - 1, lo, hi - 1, hi) and span: written once per chunk; round_off:
+     * written before each round's vote, read after; give_up: set by any thread, read after
+     * the vote. */
     __shared__ uint64_t edge[4];
     __shared__ SegSpan span;
     __shared__ uint64_t round_off[Policy::kBlock + 1];
@@ -260,8 +229,7 @@ __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restri
                 const uint64_t e = t < 2 ? lo - 1 + t : hi - 3 + t;
                 edge[t] = e <= S ? seg_offset(offsets, e, n) : 0; /* lo - 1 or hi - 1 may be -1 */
             }
-            /* Sorted offsets own at most `chunk` segments, the first beginning at or after cb;
-             * past that, the owned ones could read anything (rounds below stop at once). */
+            /* sorted offsets own at most `chunk` segments, the first from cb on */
             if (t == 0) {
                 give_up = hi - lo > chunk || (lo < hi && seg_offset(offsets, lo, n) < cb);
                 span.lo = lo;
@@ -270,13 +238,10 @@ __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restri
                 span.ce = ce;
             }
         }
-        __syncthreads(); /* this chunk's threads see span, edge and give_up (the previous
-                          * chunk's readers passed the barriers since) */
+        __syncthreads(); /* span, edge, give_up visible; the last chunk's readers are done */
 
-        /* Round -1 holds the pieces of the segments crossing the chunk's edges; rounds 0,
-         * 1, ... the owned segments, kBlock at a time: short ones by one thread each at
-         * once, then the medium ones by groups, then the long ones and the crossing
-         * pieces by the block. (One loop, so each kind of work is compiled once.) */
+        /* Round -1: the pieces crossing the chunk's edges; rounds 0, 1, ...: the owned
+         * segments, kBlock at a time. One loop, so each kind of work is compiled once. */
         for (int64_t r = -1;; r++) {
             const uint64_t base = span.lo + (r < 0 ? 0 : (uint64_t)r * Policy::kBlock);
             if (r >= 0 && base >= span.hi)
@@ -309,31 +274,22 @@ __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restri
                     medium = true;
                 }
             }
-            /* The round's medium segments, listed in order (their places q in the
-             * round), and whether any is long. */
+            /* the round's medium segments in order (places q), and whether any is long */
             bool any_long = r < 0;
             unsigned int nmedium = 0;
             if (r >= 0)
                 nmedium = Policy::block_compact(medium, longer, medium_list, any_long);
-            /* Past out-of-order offsets the owned segments are no longer known to be
-             * disjoint: their results are unspecified, and reading them could cost up to
-             * chunk elements each, so the chunk stops here (the short ones above read 64
-             * bytes at most). */
+            /* Past out-of-order offsets the owned segments may overlap, each could read
+             * `chunk` elements, so the chunk stops (short ones read 64 bytes at most). */
             const bool stop = r >= 0 && give_up;
             if (stop) {
                 nmedium = 0;
                 any_long = false;
             }
-            /* group g takes medium segments g, g + kGroups, ... of the list: a round of
-             * mostly short segments runs one trip per kGroups medium ones, not one per
-             * kGroups segments. Every group runs the same trip count and calls
-             * group_reduce each time (with the identity past the list's end), so the call
-             * is uniform even where group_reduce holds block-wide barriers; where it holds
-             * none (kGroupAlone) a group past the end stops. The list and the offsets come
-             * from shared memory, the same for the whole group; a segment is taken only if
-             * they too make it a medium one (a thread's own loads made the list, and the
-             * offsets may change under a caller's race: a medium segment reads fewer than
-             * kLong elements, whatever they hold). */
+            /* Group g takes list entries g, g + kGroups, ...; unless kGroupAlone, every group
+             * runs every trip (the identity past the list's end), as group_reduce holds block
+             * barriers. A segment is taken only if the shared offsets make it medium: under
+             * kLong elements even under a caller's race. */
 #pragma unroll 1
             for (unsigned int first = 0; first < nmedium; first += kGroups) {
                 const unsigned int m = first + group;
@@ -359,9 +315,7 @@ __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restri
                 const uint64_t ntasks = r < 0 ? 2 : rend - base;
 #pragma unroll 1
                 for (uint64_t q = 0; q < ntasks; q++) {
-                    /* The task: segment sj's piece [pb, pe); crossing ones also their
-                     * slot. Crossing pieces are clipped to [cb, ce), which changes nothing
-                     * for sorted offsets. */
+                    /* segment sj's piece [pb, pe); crossing pieces clipped to [cb, ce) */
                     uint64_t sj, pb, pe, sb, se;
                     bool cross = false, outgoing = false;
                     if (r < 0 && q == 0) {
@@ -377,8 +331,7 @@ __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restri
                         pe = se < span.ce ? se : span.ce;
                         cross = true;
                     } else if (r < 0) {
-                        /* going out to a later chunk (only the last owned one can); its
-                         * piece is empty when its marker ends the chunk */
+                        /* going out: the last owned one, empty if its marker ends the chunk */
                         if (span.hi <= span.lo)
                             continue;
                         sj = span.hi - 1;
@@ -423,7 +376,7 @@ __device__ __forceinline__ void segmented_kernel(const typename Op::In *__restri
         __syncthreads(); /* gs_queue_fetch's contract: a barrier between two fetches */
     }
 
-    /* The last block to finish resets the queue (gs_queue_finish) and the counters. */
+    /* the last block to finish resets the queue and the counters */
     if (gs_queue_finish(queue)) {
         for (uint32_t c = t; c < nchunks; c += Policy::kBlock)
             counters[c] = 0;

@@ -1,6 +1,5 @@
-/* Grid sizes: how many blocks a launch of n elements gets. Host functions, C and C++: used
- * by backends/common/backend.c (the launches) and by bench/tune.cu (to mark the grid the
- * policy would choose), so the two cannot disagree. The numbers are tuning.h's. */
+/* Grid sizes: how many blocks a launch of n elements gets (numbers from tuning.h). C and C++
+ * host code, shared by backend.c and bench/tune.cu so the two agree. */
 #ifndef GS_GRID_H
 #define GS_GRID_H
 
@@ -9,9 +8,8 @@
 #include "tuning.h"
 #include "workspace.h"
 
-/* The most blocks of a kernel with per_sm of them resident per multiprocessor (at least
- * one assumed): threads_per_sm's worth per multiprocessor (at least one block), at most
- * what is resident, at most GS_MAX_BLOCKS (the workspace's partial slots). */
+/* The most blocks of a kernel with per_sm (at least 1) resident per multiprocessor: at most
+ * threads_per_sm's worth (at least one block) each, and GS_MAX_BLOCKS (the partial slots). */
 static inline unsigned int gs_grid_cap(unsigned int multiprocessors, int per_sm, int threads_per_sm)
 {
     int cap = threads_per_sm / GS_BACKEND_BLOCK;
@@ -23,8 +21,8 @@ static inline unsigned int gs_grid_cap(unsigned int multiprocessors, int per_sm,
     return blocks < GS_MAX_BLOCKS ? blocks : GS_MAX_BLOCKS;
 }
 
-/* The input size up to which the L2 cache counts as holding it, from the L2 size in bytes
- * the driver reports: two thirds of it (32 MiB of an H100's 50); 32 MiB where l2 <= 0. */
+/* Input bytes the L2 counts as holding: two thirds of the L2 size the driver reports, or of
+ * 48 MiB where l2 <= 0. */
 static inline uint64_t gs_grid_l2_bytes(int l2)
 {
     if (l2 <= 0)
@@ -32,10 +30,9 @@ static inline uint64_t gs_grid_l2_bytes(int l2)
     return (uint64_t)l2 / 3 * 2;
 }
 
-/* Blocks for n elements of `size` bytes: enough that every thread has about two 16-byte
- * vectors (so the whole input is in flight at once for small n), at most max_blocks (each
- * thread then loops; max_blocks_dram when the input is larger than l2_bytes), and one
- * block when a block covers everything in one trip (no partials, no ticket). */
+/* Blocks for n elements of `size` bytes: about two 16-byte vectors per thread, so a small
+ * input is all in flight at once; at most max_blocks (max_blocks_dram beyond l2_bytes); one
+ * block when one trip covers everything (no partials, no ticket). */
 static inline unsigned int gs_grid_for(uint64_t n, uint64_t size, uint64_t l2_bytes, unsigned int max_blocks,
                                        unsigned int max_blocks_dram)
 {
@@ -48,11 +45,10 @@ static inline unsigned int gs_grid_for(uint64_t n, uint64_t size, uint64_t l2_by
     return want < max ? (unsigned int)want : max;
 }
 
-/* The exact sums do more per element and per block than gs_reduce, and a launch of several
- * blocks adds a ticket and the last block's checked folds: one block up to
- * GS_EXACT_ONE_BLOCK_VECTORS, then one vector per thread while those blocks fit one per
- * multiprocessor, then (float64, inputs the L2 holds) whole trips of the loop per thread on
- * at most GS_EXACT_TRIP_CAP blocks per multiprocessor, else gs_grid_for's grid. */
+/* The exact sums' grid (each extra block costs a ticket and a larger last fold): one block up
+ * to GS_EXACT_ONE_BLOCK_VECTORS; one vector per thread while that needs at most a block per
+ * multiprocessor; float64 in L2, whole loop trips on at most GS_EXACT_TRIP_CAP blocks per
+ * multiprocessor; else gs_grid_for's. */
 static inline unsigned int gs_grid_for_exact(uint64_t n, uint64_t size, unsigned int multiprocessors,
                                              uint64_t l2_bytes, unsigned int max_blocks,
                                              unsigned int max_blocks_dram)

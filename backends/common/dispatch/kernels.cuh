@@ -1,12 +1,10 @@
-/* The extern "C" kernels of a backend, gs_reduce_<dtype>_<op>_<out>, from dispatch/kernel_list.h.
- * Included by backends/<name>/kernels.cu after it defines the type GS_POLICY.
+/* A backend's extern "C" kernels, instantiated from dispatch/kernel_list.h; included by
+ * backends/<name>/kernels.cu after it defines the type GS_POLICY.
  *
- * A backend's kernels come in five modules, each compiled to a fatbin of its own
- * (backends/meson.build) and loaded on its own (modules.c): gs_reduce's over float32
- * (GS_BUILD_REDUCE, loaded when the backend is opened), over the other float types
- * (GS_BUILD_REDUCE_FLOAT) and over the integer types (GS_BUILD_REDUCE_INT), the segmented
- * reduction's (GS_BUILD_SEGMENTED) and the exact sums' (GS_BUILD_EXACT), each loaded at its
- * first call. Exactly one of them is defined. */
+ * Exactly one module macro is defined; each module is a fatbin of its own (backends/meson.build,
+ * loaded by modules.c): GS_BUILD_REDUCE (gs_reduce over float32, loaded when the backend is
+ * opened), GS_BUILD_REDUCE_FLOAT and GS_BUILD_REDUCE_INT (the other float and the integer
+ * types), GS_BUILD_SEGMENTED and GS_BUILD_EXACT, each loaded at its first call. */
 #pragma once
 
 #if defined(GS_BUILD_REDUCE) + defined(GS_BUILD_REDUCE_FLOAT) + defined(GS_BUILD_REDUCE_INT) +                     \
@@ -46,9 +44,8 @@
 #define GS_OP_or gs::OpOr
 #define GS_OP_xor gs::OpXor
 
-/* Threads one multiprocessor of the architecture being compiled holds (the CUDA
- * programming guide's table; a launch bound beyond it draws a ptxas warning and is
- * ignored). The host pass ignores launch bounds. */
+/* Threads one multiprocessor of the compiled architecture holds (the CUDA programming guide's
+ * table): a launch bound beyond it is ignored with a warning. The host pass ignores bounds. */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
 #  define GS_ARCH_SM_THREADS 1024 /* 7.5 */
 #elif defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000 || \
@@ -60,11 +57,9 @@
 #  define GS_ARCH_SM_THREADS 2048
 #endif
 
-/* The minimum of resident blocks per multiprocessor that op's gs_reduce kernel is compiled
- * for (__launch_bounds__; 0: none, ptxas's own choice - the cubin is byte-identical to one
- * without the argument): tuning.h's GS_REDUCE_MIN_BLOCKS, at most what the multiprocessor
- * holds, for SUM and PROD; none for the others, whose keys and NaN rules need more
- * registers than such a bound leaves. */
+/* Minimum resident blocks per multiprocessor for op's gs_reduce kernel (__launch_bounds__; 0
+ * leaves it to ptxas): GS_REDUCE_MIN_BLOCKS, at most what fits, for SUM and PROD; none for the
+ * others, whose keys and NaN rules need more registers than such a bound leaves. */
 template <typename Op> struct GsBounded { static const bool value = false; };
 template <typename T, typename Out> struct GsBounded<gs::OpSum<T, Out> > { static const bool value = true; };
 template <typename T, typename Out> struct GsBounded<gs::OpProd<T, Out> > { static const bool value = true; };
@@ -86,9 +81,7 @@ template <typename Op> struct GsMinBlocks {
         gs::reduce_kernel<GS_POLICY, Op>(in, n, (typename Op::OutT *)out, workspace);                  \
     }
 
-/* gs_reduce's kernels of one module: float32's (GS_BUILD_REDUCE), the other float types'
- * (GS_BUILD_REDUCE_FLOAT) or the integer types' (GS_BUILD_REDUCE_INT); dispatch/kernel_list.h's
- * GS_REDUCE_MODULE_<dtype> says which dtype is in which. */
+/* The gs_reduce kernels of this module; kernel_list.h's GS_REDUCE_MODULE_<dtype> says which. */
 #if defined(GS_BUILD_REDUCE) || defined(GS_BUILD_REDUCE_FLOAT) || defined(GS_BUILD_REDUCE_INT)
 #  define GS_REDUCE_IN_F32(dt, op, o)
 #  define GS_REDUCE_IN_FLOATS(dt, op, o)
@@ -109,9 +102,8 @@ template <typename Op> struct GsMinBlocks {
 GS_KERNELS(GS_REDUCE_PICK)
 #endif
 
-/* The segmented kernels' minimum of resident blocks, at most what the multiprocessor
- * holds: the policy's kSegMinBlocksArg for ARGMIN/ARGMAX, kSegMinBlocks for the rest
- * (the exact sums too). */
+/* The segmented kernels' minimum resident blocks, at most what fits: GS_SEG_MIN_BLOCKS_ARG
+ * for ARGMIN/ARGMAX, GS_SEG_MIN_BLOCKS for the rest (the exact sums too). */
 template <typename Op> struct GsSegMinBlocks {
     static const int kFit = GS_ARCH_SM_THREADS / GS_POLICY::kBlock;
     static const int kWant = gs::IsArg<Op>::value ? GS_SEG_MIN_BLOCKS_ARG : GS_SEG_MIN_BLOCKS;
@@ -139,8 +131,8 @@ GS_SEG_KERNELS(GS_DEFINE_SEG_KERNEL)
 #endif
 
 #ifdef GS_BUILD_EXACT
-/* The exact sums' kernels: one per input type (dispatch/kernel_list.h), out_dtype and mode (0: the
- * rounded sum, 1: the gs_exact_acc) as arguments. */
+/* The exact sums' kernels, one per input type; mode 0 writes the rounded sum to out_dtype,
+ * 1 the gs_exact_acc. */
 template <typename T> struct GsExactMinBlocks {
     static const int kFit = GS_ARCH_SM_THREADS / GS_POLICY::kBlock;
     static const int value = GS_EXACT_MIN_BLOCKS < kFit ? GS_EXACT_MIN_BLOCKS : kFit;
@@ -155,8 +147,7 @@ template <typename T> struct GsExactMinBlocks {
 
 GS_EXACT_KERNELS(GS_DEFINE_EXACT_KERNEL)
 
-/* The exact segmented sums' kernels: the segmented reduction with OpCheckedSum
- * (agent/seg_exact.cuh), the segmented kernels' arguments. */
+/* The exact segmented sums: the segmented reduction with OpCheckedSum (agent/seg_exact.cuh). */
 #define GS_DEFINE_SEGEXACT_KERNEL(dt)                                                                  \
     extern "C" __global__ void __launch_bounds__(GS_POLICY::kBlock,                                    \
                                                  GsSegMinBlocks<gs::OpCheckedSum<GS_TYPE_##dt> >::value) \
