@@ -9,6 +9,9 @@
  * are exact; a float SUM or PROD is judged within a tolerance the caller chooses (each
  * program has its own data, so each may promise more or less; see hostref_tolerance).
  *
+ * hostref_scan runs gs_scan's association order (scan.c): the oracle whose bits the
+ * scan's device results must equal, for every dtype.
+ *
  * Not installed: a static library of the build tree. C11; usable from C++ (the benchmarks).
  */
 #ifndef GS_HOSTREF_H
@@ -131,6 +134,22 @@ int hostref_check(const hostref_ref *r, const void *data, const void *got, const
 /* The float SUM/PROD bound hostref_check applies (accumulation + final rounding), for
  * callers that compare two device results with each other. */
 long double hostref_bound(const hostref_ref *r, const hostref_tolerance *tol);
+
+/* ---- the scan's model (issue 45) ------------------------------------------------------ */
+
+/*
+ * gs_scan's association order, run on the host (scan.c's header comment is the contract):
+ * writes n outputs of out_dtype (GS_OUT_DEFAULT: dtype; else one of gs_reduce_ex's wider
+ * outputs) for tiles of threads x items elements: threads a multiple of 32, up to 1024;
+ * items >= 1. Inclusive, or exclusive when `exclusive` is nonzero (out[0] is then the op's
+ * identity; a float SUM's is +0.0). in == out (one element size) scans in place.
+ * GS_ERROR_UNSUPPORTED: ARGMIN/ARGMAX, bitwise ops over floats, an output gs_reduce_ex does
+ * not offer; GS_ERROR_INVALID_ARGUMENT: an enum out of range, a bad geometry, a NULL
+ * pointer with n > 0, overlapping in and out (other than in place); GS_ERROR_OUT_OF_MEMORY.
+ * n == 0 writes nothing.
+ */
+gs_status hostref_scan(const void *in, uint64_t n, gs_dtype dtype, gs_op op, int32_t out_dtype, int exclusive,
+                       unsigned threads, unsigned items, void *out);
 
 #ifdef __cplusplus
 }
