@@ -17,11 +17,6 @@
 
 namespace gs {
 
-/* Doubles' two_sum: Fast2Sum after ordering (1) or TwoSum (0); both are exact. */
-#ifndef GS_EXACT_FAST2SUM
-#  define GS_EXACT_FAST2SUM 1
-#endif
-
 /* s + e == a + b exactly when s does not overflow, without ordering the operands: Knuth's
  * TwoSum (exact/anchor.cuh's low, where ordering would cost the main loop a register). */
 __device__ __forceinline__ void two_sum_knuth(double a, double b, double &s, double &e)
@@ -38,14 +33,10 @@ __device__ __forceinline__ void two_sum_knuth(double a, double b, double &s, dou
  * Knuth's TwoSum. */
 __device__ __forceinline__ void two_sum(double a, double b, double &s, double &e)
 {
-#if GS_EXACT_FAST2SUM
     const bool a_first = (__double2hiint(a) & 0x7ff00000) >= (__double2hiint(b) & 0x7ff00000);
     const double hi = a_first ? a : b, lo = a_first ? b : a;
     s = __dadd_rn(hi, lo);
     e = __dsub_rn(lo, __dsub_rn(s, hi));
-#else
-    two_sum_knuth(a, b, s, e);
-#endif
 }
 __device__ __forceinline__ void two_sum(float a, float b, float &s, float &e)
 {
