@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dir_id.h"
 #include "driver.h"
 #include "error.h"
 
@@ -297,13 +298,7 @@ static gs_status load_file(const char *path, const gs_backend_file **out)
 
 typedef struct dir_list {
     char *dirs[MAX_DIRS];
-    /* Each directory's identity (st_dev, st_ino) where stat() succeeded: one directory may
-     * have several names (on a merged-/usr system /lib is /usr/lib). */
-    struct {
-        dev_t dev;
-        ino_t ino;
-        int known;
-    } id[MAX_DIRS];
+    gs_dir_id id[MAX_DIRS]; /* one directory may have several names */
     int n;
 } dir_list;
 
@@ -324,17 +319,14 @@ static void add_dir(dir_list *l, const char *dir, size_t len, const char *origin
     char *d = strndup(dir, len);
     if (!d)
         return;
-    struct stat sb;
-    const int known = stat(d, &sb) == 0;
-    for (int i = 0; known && i < l->n; i++)
-        if (l->id[i].known && l->id[i].dev == sb.st_dev && l->id[i].ino == sb.st_ino) {
+    const gs_dir_id id = gs_dir_id_of(d);
+    for (int i = 0; i < l->n; i++)
+        if (gs_dir_id_same(l->id[i], id)) {
             gs_trace("loader: %s (from %s) is the same directory as %s: searched once", d, origin, l->dirs[i]);
             free(d);
             return;
         }
-    l->id[l->n].dev = known ? sb.st_dev : 0;
-    l->id[l->n].ino = known ? sb.st_ino : 0;
-    l->id[l->n].known = known;
+    l->id[l->n] = id;
     l->dirs[l->n++] = d;
 }
 

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "dir_id.h"
 #include "gridsync_backend.h"
 
 #ifndef GS_TOOL_BACKEND_DIR
@@ -29,10 +30,7 @@
 typedef struct dir_entry {
     char path[4096];
     const char *source;
-    /* The directory's identity, where stat() succeeded (the core's rule, core/loader.c). */
-    dev_t dev;
-    ino_t ino;
-    int known;
+    gs_dir_id id;
 } dir_entry;
 
 /* Searched once, where it first appears: under the same name, or under another name of
@@ -46,12 +44,9 @@ static int add_dir(dir_entry *dirs, int n, const char *path, size_t len, const c
             return n;
     memcpy(dirs[n].path, path, len);
     dirs[n].path[len] = '\0';
-    struct stat sb;
-    dirs[n].known = stat(dirs[n].path, &sb) == 0;
-    dirs[n].dev = dirs[n].known ? sb.st_dev : 0;
-    dirs[n].ino = dirs[n].known ? sb.st_ino : 0;
-    for (int i = 0; dirs[n].known && i < n; i++)
-        if (dirs[i].known && dirs[i].dev == dirs[n].dev && dirs[i].ino == dirs[n].ino)
+    dirs[n].id = gs_dir_id_of(dirs[n].path);
+    for (int i = 0; i < n; i++)
+        if (gs_dir_id_same(dirs[i].id, dirs[n].id))
             return n;
     dirs[n].source = source;
     return n + 1;
