@@ -14,6 +14,8 @@
 #else
 #  define GS_WS_ASSERT(c, m) _Static_assert(c, m)
 #endif
+/* a region shared by two features is as large as the larger of them */
+#define GS_WS_MAX(a, b) ((a) > (b) ? (a) : (b))
 
 /* the most a backend may ask (docs/ABI.md) */
 #define GS_WORKSPACE_LIMIT (64u * 1024u)
@@ -32,9 +34,8 @@
 #define GS_PARTIALS_OFFSET 256
 /* chunks: as many as the rest holds two narrow slots and a counter for */
 #define GS_SEG_COUNTERS ((GS_WORKSPACE_LIMIT - GS_PARTIALS_OFFSET) / (2u * GS_SEG_SLOT_BYTES(0) + 4u))
-#define GS_SCRATCH_BYTES_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define GS_SCRATCH_BYTES                                                                       \
-    GS_SCRATCH_BYTES_MAX(GS_MAX_BLOCKS * GS_MAX_PARTIAL_BYTES, 2u * GS_SEG_COUNTERS * GS_SEG_SLOT_BYTES(0))
+    GS_WS_MAX(GS_MAX_BLOCKS * GS_MAX_PARTIAL_BYTES, 2u * GS_SEG_COUNTERS * GS_SEG_SLOT_BYTES(0))
 
 /* Zero state, left zero by every launch: the segmented chunk counters, or the exact sums'
  * accumulator copies (block b adds to copy b % GS_EXACT_COPIES, spreading the atomics); a
@@ -45,7 +46,7 @@
 #define GS_EXACT_COPIES 8u
 #define GS_EXACT_ACC_OFFSET GS_ZERO_OFFSET
 #define GS_ZERO_BYTES                                                                          \
-    GS_SCRATCH_BYTES_MAX(4u * GS_SEG_COUNTERS, GS_EXACT_COPIES * (unsigned)sizeof(gs_exact_acc))
+    GS_WS_MAX(4u * GS_SEG_COUNTERS, GS_EXACT_COPIES * (unsigned)sizeof(gs_exact_acc))
 
 #define GS_WORKSPACE_BYTES (GS_ZERO_OFFSET + GS_ZERO_BYTES)
 
