@@ -140,8 +140,8 @@ long double hostref_bound(const hostref_ref *r, const hostref_tolerance *tol);
 /*
  * gs_scan's association order, run on the host (scan.c's header comment is the contract):
  * writes n outputs of out_dtype (GS_OUT_DEFAULT: dtype; else one of gs_reduce_ex's wider
- * outputs) for tiles of threads x items elements: threads a multiple of 32, up to 1024;
- * items >= 1. Inclusive, or exclusive when `exclusive` is nonzero (out[0] is then the op's
+ * outputs) for tiles of threads x items elements (threads a multiple of 32, up to 1024;
+ * items >= 1), their carries folded in groups of `group` tiles (>= 1). Inclusive, or exclusive when `exclusive` is nonzero (out[0] is then the op's
  * identity; a float SUM's is +0.0). in == out (one element size) scans in place.
  * GS_ERROR_UNSUPPORTED: ARGMIN/ARGMAX, bitwise ops over floats, an output gs_reduce_ex does
  * not offer; GS_ERROR_INVALID_ARGUMENT: an enum out of range, a bad geometry, a NULL
@@ -149,7 +149,7 @@ long double hostref_bound(const hostref_ref *r, const hostref_tolerance *tol);
  * n == 0 writes nothing.
  */
 gs_status hostref_scan(const void *in, uint64_t n, gs_dtype dtype, gs_op op, int32_t out_dtype, int exclusive,
-                       unsigned threads, unsigned items, void *out);
+                       unsigned threads, unsigned items, unsigned group, void *out);
 
 #ifdef __cplusplus
 }

@@ -18,9 +18,14 @@
  *     (d = 1, 2, 4, ... < threads / 32). WP_w = the scanned W_{w-1}; none for w = 0.
  *  4. Thread inclusive I_t = WP_w op v_t (v_t alone in warp 0); thread exclusive prefix
  *     P_t = I_{t-1}, none for t = 0. The tile's aggregate AGG_j = I_{threads-1}.
- *  5. Tile carry: C_0 none, C_1 = AGG_0, C_j = C_{j-1} op AGG_{j-1}: a left fold in tile
- *     order. (The device's decoupled look-back folds forward from the nearest inclusive
- *     prefix, which is this fold.)
+ *  5. Tile carry, the tiles taken in groups of `group` (group g: tiles g*group ..
+ *     (g+1)*group - 1). L_j = AGG_{g*group} op ... op AGG_{j-1}, a left fold over the
+ *     group's tiles before j (none for its first). The group's total GT_g is the left fold
+ *     of all its AGG. B_g = GT_0 op GT_1 op ... op GT_{g-1}, a left fold over the earlier
+ *     groups (none for g = 0). C_j = B_g op L_j, or whichever exists, or none (j = 0).
+ *     (The device's look-back folds forward from the nearest group with its B_{h+1}
+ *     published, which is the same left fold; its carry chain is one op per group, not
+ *     per tile.)
  *  6. Thread carry T_t = C_j op P_t when both exist, else whichever exists, else none.
  *  7. Outputs: r = T_t; for each element x of the thread, in order:
  *       inclusive: r = r ? r op x : x, then out = r;
@@ -156,7 +161,7 @@ static int out_offered(gs_dtype in, gs_op op, gs_dtype out)
 }
 
 static gs_status check_args(const void *in, uint64_t n, gs_dtype dtype, gs_op op, int32_t out_dtype,
-                            unsigned threads, unsigned items, const void *out, gs_dtype *out_type)
+                            unsigned threads, unsigned items, unsigned group, const void *out, gs_dtype *out_type)
 {
     if (!gs_dtype_valid((int)dtype) || !gs_op_valid((int)op) ||
         (out_dtype != GS_OUT_DEFAULT && !gs_dtype_valid(out_dtype)))
@@ -164,7 +169,7 @@ static gs_status check_args(const void *in, uint64_t n, gs_dtype dtype, gs_op op
     *out_type = out_dtype == GS_OUT_DEFAULT ? dtype : (gs_dtype)out_dtype;
     if (op == GS_OP_ARGMIN || op == GS_OP_ARGMAX || !gs_op_defined(dtype, op) || !out_offered(dtype, op, *out_type))
         return GS_ERROR_UNSUPPORTED;
-    if (threads == 0 || threads % 32 || threads > 1024 || items == 0)
+    if (threads == 0 || threads % 32 || threads > 1024 || items == 0 || group == 0)
         return GS_ERROR_INVALID_ARGUMENT;
     if (n == 0)
         return GS_SUCCESS;
@@ -179,10 +184,10 @@ static gs_status check_args(const void *in, uint64_t n, gs_dtype dtype, gs_op op
 }
 
 gs_status hostref_scan(const void *in, uint64_t n, gs_dtype dtype, gs_op op, int32_t out_dtype, int exclusive,
-                       unsigned threads, unsigned items, void *out)
+                       unsigned threads, unsigned items, unsigned group, void *out)
 {
     model m = {dtype, dtype, dtype, op, in};
-    gs_status st = check_args(in, n, dtype, op, out_dtype, threads, items, out, &m.out);
+    gs_status st = check_args(in, n, dtype, op, out_dtype, threads, items, group, out, &m.out);
     if (st != GS_SUCCESS || n == 0)
         return st;
     m.acc = hostref_accumulator(dtype, m.out);
@@ -193,8 +198,9 @@ gs_status hostref_scan(const void *in, uint64_t n, gs_dtype dtype, gs_op op, int
     value *prev = lane + threads, *warp = prev + threads;
     const value pad = identity(&m, 1), empty = identity(&m, 0);
     const uint64_t tile = (uint64_t)threads * items;
-    value carry = none; /* C_j */
-    for (uint64_t base = 0, len; base < n; base += len) {
+    value before = none, within = none; /* B_g and L_j */
+    for (uint64_t base = 0, len, j = 0; base < n; base += len, j++) {
+        const value carry = combine(&m, &before, &within); /* C_j */
         len = n - base < tile ? n - base : tile;
         /* 1: thread aggregates, left folds */
         for (unsigned t = 0; t < threads; t++) {
@@ -231,8 +237,12 @@ gs_status hostref_scan(const void *in, uint64_t n, gs_dtype dtype, gs_op op, int
                     emit(&m, out, i, &r);
             }
         }
-        /* 5: C_{j+1} = C_j op AGG_j */
-        carry = combine(&m, &carry, &lane[threads - 1]);
+        /* 5: L_{j+1} = L_j op AGG_j; at a group's end, B_{g+1} = B_g op GT_g */
+        within = combine(&m, &within, &lane[threads - 1]);
+        if (j % group == group - 1) {
+            before = combine(&m, &before, &within);
+            within = none;
+        }
     }
     free(lane);
     return GS_SUCCESS;

@@ -43,7 +43,8 @@ typedef struct triple {
     gs_op op;
 } triple;
 
-static const unsigned geometry[][2] = {{32, 1}, {32, 3}, {64, 2}, {96, 1}, {128, 4}, {256, 7}};
+/* threads, items, tiles per group */
+static const unsigned geometry[][3] = {{32, 1, 1}, {32, 3, 2}, {64, 2, 3}, {96, 1, 1}, {128, 4, 2}, {256, 7, 32}};
 enum { GEOMETRIES = sizeof geometry / sizeof geometry[0], MOST = 4 * 256 * 7 * 8 + 8 /* bytes: 4 tiles */ };
 
 static int float_arith(const triple *c)
@@ -150,7 +151,7 @@ static double test_triple(const triple *c, uint64_t *state)
     const size_t in_size = gs_dtype_size(c->in), out_size = gs_dtype_size(c->out);
     double worst = 0;
     for (int g = 0; g < GEOMETRIES; g++) {
-        const unsigned threads = geometry[g][0], items = geometry[g][1];
+        const unsigned threads = geometry[g][0], items = geometry[g][1], group = geometry[g][2];
         const uint64_t t = (uint64_t)threads * items;
         const uint64_t sizes[] = {0, 1, 2, 31, 33, t - 1, t, t + 1, 2 * t - 1, 2 * t + 1, 3 * t + hostref_rand(state) % t};
         for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
@@ -159,7 +160,7 @@ static double test_triple(const triple *c, uint64_t *state)
                 static unsigned char data[MOST], got[MOST], want[MOST], odd[MOST];
                 fill(c, data, n, state);
                 const char *what = exclusive ? "exclusive" : "inclusive";
-                const int st = hostref_scan(data, n, c->in, c->op, (int32_t)c->out, exclusive, threads, items, got);
+                const int st = hostref_scan(data, n, c->in, c->op, (int32_t)c->out, exclusive, threads, items, group, got);
                 check(st == GS_SUCCESS, "%s %s status %d", gs_op_name(c->op), gs_dtype_name(c->in), st);
                 if (float_arith(c)) {
                     const double w = check_float(c, exclusive, data, n, got);
@@ -171,12 +172,12 @@ static double test_triple(const triple *c, uint64_t *state)
                           threads, items);
                 }
                 /* the first m outputs are the scan of m elements: padding reaches no output */
-                hostref_scan(data, m, c->in, c->op, (int32_t)c->out, exclusive, threads, items, want);
+                hostref_scan(data, m, c->in, c->op, (int32_t)c->out, exclusive, threads, items, group, want);
                 check(!memcmp(got, want, m * out_size), "%s %s %s: the scan of the first %llu of %llu differs",
                       gs_op_name(c->op), gs_dtype_name(c->in), what, (unsigned long long)m, (unsigned long long)n);
                 /* odd addresses, in and out */
                 memcpy(odd + 1, data, n * in_size);
-                hostref_scan(odd + 1, n, c->in, c->op, (int32_t)c->out, exclusive, threads, items, want + 3);
+                hostref_scan(odd + 1, n, c->in, c->op, (int32_t)c->out, exclusive, threads, items, group, want + 3);
                 check(!memcmp(got, want + 3, n * out_size), "%s %s %s n %llu: another alignment changes bits",
                       gs_op_name(c->op), gs_dtype_name(c->in), what, (unsigned long long)n);
             }
@@ -193,7 +194,7 @@ static void test_random(void)
     for (int in = 0; in < GS_DTYPE_COUNT; in++)
         for (int op = 0; op < GS_OP_COUNT; op++)
             for (int out = GS_OUT_DEFAULT; out < GS_DTYPE_COUNT; out++) {
-                const int st = hostref_scan(NULL, 0, (gs_dtype)in, (gs_op)op, out, 0, 32, 1, NULL);
+                const int st = hostref_scan(NULL, 0, (gs_dtype)in, (gs_op)op, out, 0, 32, 1, 2, NULL);
                 if (op == GS_OP_ARGMIN || op == GS_OP_ARGMAX)
                     check(st == GS_ERROR_UNSUPPORTED, "%s over %s: status %d", gs_op_name((gs_op)op),
                           gs_dtype_name((gs_dtype)in), st);
@@ -279,7 +280,7 @@ static void test_by_hand(void)
                               nonzero[shape][j][1] == 3 ? b : nonzero[shape][j][1] == -3 ? -b : 1);
             for (int exclusive = 0; exclusive < 2; exclusive++) {
                 hostref_scan(data, n, c->in, c->op, (int32_t)c->out, exclusive, geometry_of[shape][0],
-                             geometry_of[shape][1], got);
+                             geometry_of[shape][1], 32, got);
                 for (uint64_t i = 0; i < n; i++) {
                     const long double want = hostref_round_to(c->out, by_hand(shape, exclusive, i, b)); /* bf16: B+2 -> B */
                     const long double g = hostref_load(c->out, got, i);
@@ -289,6 +290,32 @@ static void test_by_hand(void)
                 }
             }
         }
+}
+
+/* Where the groups show: tiles of 32 x 1 in groups of 3, AGG = B, 1, 1, 1, 1, 0 (x0, x32,
+ * x64, x96, x128 nonzero). GT_0 = (B + 1) + 1 -> B = B_1. Tile 4: C_4 = B_1 + L_4 = B + 1 ->
+ * B; tile 5: C_5 = B + (1 + 1) = B + 2, where a left fold over the tiles gives B. */
+static void test_groups(void)
+{
+    static const triple cases[] = {{GS_FLOAT64, GS_FLOAT64, GS_OP_SUM}, {GS_FLOAT32, GS_FLOAT32, GS_OP_SUM}};
+    unsigned char data[192 * 8], got[192 * 8];
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const triple *c = &cases[k];
+        const long double b = ldexpl(1, hostref_digits(hostref_accumulator(c->in, c->out)));
+        memset(data, 0, sizeof data);
+        for (int t = 0; t < 5; t++)
+            hostref_store(c->in, data, 32u * (unsigned)t, t ? 1 : b);
+        for (int exclusive = 0; exclusive < 2; exclusive++) {
+            hostref_scan(data, 192, c->in, c->op, (int32_t)c->out, exclusive, 32, 1, 3, got);
+            check(hostref_load(c->out, got, 128 + (unsigned)exclusive) == b, "groups, %s %s: out[%d] is not B",
+                  gs_dtype_name(c->in), exclusive ? "exclusive" : "inclusive", 128 + exclusive);
+            int bad = 0;
+            for (unsigned i = 160; i < 192; i++)
+                bad += hostref_load(c->out, got, i) != b + 2;
+            check(bad == 0, "groups, %s %s: %d of tile 5's outputs are not B + 2", gs_dtype_name(c->in),
+                  exclusive ? "exclusive" : "inclusive", bad);
+        }
+    }
 }
 
 /* float16/bfloat16 outputs are the float32 outputs rounded once, never fed back. */
@@ -303,8 +330,8 @@ static void test_halves(void)
             for (int exclusive = 0; exclusive < 2; exclusive++) {
                 const triple c = {halves[k], halves[k], (gs_op)op};
                 fill(&c, data, N, &state);
-                hostref_scan(data, N, c.in, c.op, (int32_t)c.in, exclusive, 64, 5, h);
-                hostref_scan(data, N, c.in, c.op, GS_FLOAT32, exclusive, 64, 5, f);
+                hostref_scan(data, N, c.in, c.op, (int32_t)c.in, exclusive, 64, 5, 2, h);
+                hostref_scan(data, N, c.in, c.op, GS_FLOAT32, exclusive, 64, 5, 2, f);
                 int bad = 0;
                 for (uint64_t i = 0; i < N; i++) {
                     unsigned char r[2];
@@ -318,7 +345,7 @@ static void test_halves(void)
      * 1 + 2^-10. Rounding fed back would give 1 at the end. */
     const uint16_t x[] = {0x3c00, 0x1000, 0x1000};
     uint16_t out[3];
-    hostref_scan(x, 3, GS_FLOAT16, GS_OP_SUM, GS_OUT_DEFAULT, 0, 32, 4, out);
+    hostref_scan(x, 3, GS_FLOAT16, GS_OP_SUM, GS_OUT_DEFAULT, 0, 32, 4, 2, out);
     check(out[0] == 0x3c00 && out[1] == 0x3c00 && out[2] == 0x3c01, "float16 1, 2^-11, 2^-11: %04x %04x %04x",
           out[0], out[1], out[2]);
 }
@@ -327,7 +354,7 @@ static void test_edges(void)
 {
     /* n == 0 writes nothing, even with a geometry and NULL pointers */
     double sentinel[2] = {42, 42};
-    check(hostref_scan(sentinel, 0, GS_FLOAT64, GS_OP_SUM, GS_OUT_DEFAULT, 1, 32, 1, sentinel + 1) == GS_SUCCESS &&
+    check(hostref_scan(sentinel, 0, GS_FLOAT64, GS_OP_SUM, GS_OUT_DEFAULT, 1, 32, 1, 2, sentinel + 1) == GS_SUCCESS &&
               sentinel[1] == 42,
           "n = 0 writes nothing");
     /* exclusive out[0]: the empty scan's value, +0.0 for a float SUM */
@@ -337,74 +364,75 @@ static void test_edges(void)
         const float x[2] = {-0.0f, 5};
         float y[2];
         uint16_t hy[2];
-        hostref_scan(x, 2, GS_FLOAT32, firsts[k].op, GS_OUT_DEFAULT, 1, 32, 1, y);
+        hostref_scan(x, 2, GS_FLOAT32, firsts[k].op, GS_OUT_DEFAULT, 1, 32, 1, 2, y);
         check(y[0] == firsts[k].want && !signbit(y[0]) == !signbit(firsts[k].want), "exclusive %s: out[0] %a",
               gs_op_name(firsts[k].op), y[0]);
         const uint16_t hx[2] = {0x8000, 0x4500};
-        hostref_scan(hx, 2, GS_FLOAT16, firsts[k].op, GS_OUT_DEFAULT, 1, 32, 1, hy);
+        hostref_scan(hx, 2, GS_FLOAT16, firsts[k].op, GS_OUT_DEFAULT, 1, 32, 1, 2, hy);
         check(hostref_half_to_float(hy[0]) == firsts[k].want && (hy[0] == 0x8000) == 0, "float16 exclusive %s: %04x",
               gs_op_name(firsts[k].op), hy[0]);
     }
     const int8_t i8[3] = {-1, 2, 3};
     int8_t o8[3];
     int64_t o64[3];
-    hostref_scan(i8, 3, GS_INT8, GS_OP_MIN, GS_OUT_DEFAULT, 1, 32, 1, o8);
+    hostref_scan(i8, 3, GS_INT8, GS_OP_MIN, GS_OUT_DEFAULT, 1, 32, 1, 2, o8);
     check(o8[0] == 127 && o8[1] == -1, "int8 exclusive MIN: %d %d", o8[0], o8[1]);
-    hostref_scan(i8, 3, GS_INT8, GS_OP_BIT_AND, GS_OUT_DEFAULT, 1, 32, 1, o8);
+    hostref_scan(i8, 3, GS_INT8, GS_OP_BIT_AND, GS_OUT_DEFAULT, 1, 32, 1, 2, o8);
     check(o8[0] == -1 && o8[1] == -1 && o8[2] == 2, "int8 exclusive AND: %d %d %d", o8[0], o8[1], o8[2]);
-    hostref_scan(i8, 3, GS_INT8, GS_OP_PROD, GS_INT64, 1, 32, 1, o64);
+    hostref_scan(i8, 3, GS_INT8, GS_OP_PROD, GS_INT64, 1, 32, 1, 2, o64);
     check(o64[0] == 1 && o64[1] == -1 && o64[2] == -2, "int8 -> int64 exclusive PROD");
     /* signed zeros: -0.0 alone stays -0.0 over several tiles (unlike gs_reduce's +0.0) */
     static double zeros[300];
     double zs[300];
     for (int i = 0; i < 300; i++)
         zeros[i] = -0.0;
-    hostref_scan(zeros, 300, GS_FLOAT64, GS_OP_SUM, GS_OUT_DEFAULT, 0, 32, 2, zs);
+    hostref_scan(zeros, 300, GS_FLOAT64, GS_OP_SUM, GS_OUT_DEFAULT, 0, 32, 2, 2, zs);
     check(zs[0] == 0 && signbit(zs[0]) && signbit(zs[299]), "-0.0 + -0.0 ... stays -0.0");
     /* inf and NaN */
     const float infs[4] = {1, INFINITY, -INFINITY, 2};
     float fo[4];
-    hostref_scan(infs, 4, GS_FLOAT32, GS_OP_SUM, GS_OUT_DEFAULT, 0, 32, 1, fo);
+    hostref_scan(infs, 4, GS_FLOAT32, GS_OP_SUM, GS_OUT_DEFAULT, 0, 32, 1, 2, fo);
     check(fo[0] == 1 && fo[1] == INFINITY && isnan(fo[2]) && isnan(fo[3]), "1, inf, -inf, 2: %g %g %g %g", fo[0], fo[1],
           fo[2], fo[3]);
     const float nans[4] = {3, NAN, -INFINITY, 1};
-    hostref_scan(nans, 4, GS_FLOAT32, GS_OP_MIN, GS_OUT_DEFAULT, 0, 32, 1, fo);
+    hostref_scan(nans, 4, GS_FLOAT32, GS_OP_MIN, GS_OUT_DEFAULT, 0, 32, 1, 2, fo);
     check(fo[0] == 3 && isnan(fo[1]) && isnan(fo[2]) && isnan(fo[3]), "MIN propagates NaN");
     /* in place equals out of place */
     double a[1000], b[1000];
     uint64_t state = 3;
     for (int i = 0; i < 1000; i++)
         a[i] = hostref_rand_unit(&state);
-    hostref_scan(a, 1000, GS_FLOAT64, GS_OP_SUM, GS_OUT_DEFAULT, 1, 64, 3, b);
-    hostref_scan(a, 1000, GS_FLOAT64, GS_OP_SUM, GS_OUT_DEFAULT, 1, 64, 3, a);
+    hostref_scan(a, 1000, GS_FLOAT64, GS_OP_SUM, GS_OUT_DEFAULT, 1, 64, 3, 2, b);
+    hostref_scan(a, 1000, GS_FLOAT64, GS_OP_SUM, GS_OUT_DEFAULT, 1, 64, 3, 2, a);
     check(!memcmp(a, b, sizeof a), "in place");
-    /* refusals: {dtype, op, out_dtype, threads, items, status} over 4 elements of a into b */
-    static const int refused[][6] = {
-        {GS_FLOAT32, GS_OP_BIT_OR, GS_OUT_DEFAULT, 32, 1, GS_ERROR_UNSUPPORTED},
-        {GS_INT32, GS_OP_SUM, GS_FLOAT64, 32, 1, GS_ERROR_UNSUPPORTED},
-        {GS_INT32, GS_OP_MIN, GS_INT64, 32, 1, GS_ERROR_UNSUPPORTED},
-        {GS_INT32, GS_OP_SUM, 10, 32, 1, GS_ERROR_INVALID_ARGUMENT},
-        {10, GS_OP_SUM, GS_OUT_DEFAULT, 32, 1, GS_ERROR_INVALID_ARGUMENT},
-        {GS_INT32, 9, GS_OUT_DEFAULT, 32, 1, GS_ERROR_INVALID_ARGUMENT},
-        {GS_INT32, GS_OP_SUM, GS_OUT_DEFAULT, 0, 1, GS_ERROR_INVALID_ARGUMENT},
-        {GS_INT32, GS_OP_SUM, GS_OUT_DEFAULT, 48, 1, GS_ERROR_INVALID_ARGUMENT},
-        {GS_INT32, GS_OP_SUM, GS_OUT_DEFAULT, 2048, 1, GS_ERROR_INVALID_ARGUMENT},
-        {GS_INT32, GS_OP_SUM, GS_OUT_DEFAULT, 32, 0, GS_ERROR_INVALID_ARGUMENT}};
+    /* refusals: {dtype, op, out_dtype, threads, items, status, group} over 4 elements of a into b */
+    static const int refused[][7] = {
+        {GS_FLOAT32, GS_OP_BIT_OR, GS_OUT_DEFAULT, 32, 1, GS_ERROR_UNSUPPORTED, 1},
+        {GS_INT32, GS_OP_SUM, GS_FLOAT64, 32, 1, GS_ERROR_UNSUPPORTED, 1},
+        {GS_INT32, GS_OP_MIN, GS_INT64, 32, 1, GS_ERROR_UNSUPPORTED, 1},
+        {GS_INT32, GS_OP_SUM, 10, 32, 1, GS_ERROR_INVALID_ARGUMENT, 1},
+        {10, GS_OP_SUM, GS_OUT_DEFAULT, 32, 1, GS_ERROR_INVALID_ARGUMENT, 1},
+        {GS_INT32, 9, GS_OUT_DEFAULT, 32, 1, GS_ERROR_INVALID_ARGUMENT, 1},
+        {GS_INT32, GS_OP_SUM, GS_OUT_DEFAULT, 0, 1, GS_ERROR_INVALID_ARGUMENT, 1},
+        {GS_INT32, GS_OP_SUM, GS_OUT_DEFAULT, 48, 1, GS_ERROR_INVALID_ARGUMENT, 1},
+        {GS_INT32, GS_OP_SUM, GS_OUT_DEFAULT, 2048, 1, GS_ERROR_INVALID_ARGUMENT, 1},
+        {GS_INT32, GS_OP_SUM, GS_OUT_DEFAULT, 32, 0, GS_ERROR_INVALID_ARGUMENT, 1},
+        {GS_INT32, GS_OP_SUM, GS_OUT_DEFAULT, 32, 1, GS_ERROR_INVALID_ARGUMENT, 0}};
     for (size_t k = 0; k < sizeof refused / sizeof refused[0]; k++) {
         const int *r = refused[k], st = hostref_scan(a, 4, (gs_dtype)r[0], (gs_op)r[1], r[2], 0, (unsigned)r[3],
-                                                      (unsigned)r[4], b);
+                                                      (unsigned)r[4], r[6], b);
         check(st == r[5], "refusal %zu: status %d, want %d", k, st, r[5]);
     }
-    check(hostref_scan(NULL, 4, GS_INT32, GS_OP_SUM, GS_OUT_DEFAULT, 0, 32, 1, b) == GS_ERROR_INVALID_ARGUMENT, "NULL");
-    check(hostref_scan(a, 4, GS_INT32, GS_OP_SUM, GS_OUT_DEFAULT, 0, 32, 1, (int32_t *)a + 1) ==
+    check(hostref_scan(NULL, 4, GS_INT32, GS_OP_SUM, GS_OUT_DEFAULT, 0, 32, 1, 2, b) == GS_ERROR_INVALID_ARGUMENT, "NULL");
+    check(hostref_scan(a, 4, GS_INT32, GS_OP_SUM, GS_OUT_DEFAULT, 0, 32, 1, 2, (int32_t *)a + 1) ==
               GS_ERROR_INVALID_ARGUMENT, "overlap");
-    check(hostref_scan(a, 4, GS_INT32, GS_OP_SUM, GS_INT64, 0, 32, 1, a) == GS_ERROR_INVALID_ARGUMENT,
+    check(hostref_scan(a, 4, GS_INT32, GS_OP_SUM, GS_INT64, 0, 32, 1, 2, a) == GS_ERROR_INVALID_ARGUMENT,
           "in place into a wider type");
 }
 
 int main(void)
 {
-    static void (*const tests[])(void) = {test_by_hand, test_halves, test_edges, test_random};
+    static void (*const tests[])(void) = {test_by_hand, test_groups, test_halves, test_edges, test_random};
     for (size_t k = 0; k < sizeof tests / sizeof tests[0]; k++)
         tests[k]();
     printf("scan model: %d checks, %d failed\n", checks, failures);
