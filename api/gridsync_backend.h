@@ -20,25 +20,25 @@
 #ifndef GRIDSYNC_BACKEND_H
 #define GRIDSYNC_BACKEND_H
 
-#include "gridsync_backend_v1_2.h"
+#include "gridsync_backend_v1_3.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define GS_BACKEND_ABI_MAJOR 1
-#define GS_BACKEND_ABI_MINOR 2
+#define GS_BACKEND_ABI_MINOR 3
 #define GS_BACKEND_ABI_VERSION (((uint32_t)GS_BACKEND_ABI_MAJOR << 16) | GS_BACKEND_ABI_MINOR)
 #define GS_BACKEND_ABI_VERSION_MAJOR(v) ((uint32_t)(v) >> 16)
 #define GS_BACKEND_ENTRY_V1_NAME "gridsync_backend_entry_v1"
 
 /* Log levels for gs_backend_host.log. */
-#define GS_LOG_DEBUG GS_LOG_DEBUG_V1_2 /* shown with GRIDSYNC_DEBUG=1 */
-#define GS_LOG_ERROR GS_LOG_ERROR_V1_2
+#define GS_LOG_DEBUG GS_LOG_DEBUG_V1_3 /* shown with GRIDSYNC_DEBUG=1 */
+#define GS_LOG_ERROR GS_LOG_ERROR_V1_3
 
 /*
- * The current structs are 1.2's: gridsync_backend_v1_2.h writes them out, once, under the
- * current names (gs_backend_X and gs_backend_X_v1_2 are one type), with what each member
+ * The current structs are 1.3's: gridsync_backend_v1_3.h writes them out, once, under the
+ * current names (gs_backend_X and gs_backend_X_v1_3 are one type), with what each member
  * means. A new minor adds gridsync_backend_v1_<minor>.h, points the include above and
  * the typedef below at it, and moves the current names to its structs
  * (docs/ABI-policy.md).
@@ -60,6 +60,10 @@ extern "C" {
  * in[0, n), out[0, num_segments) and its workspace whatever they hold, and leave the
  * workspace ready for the next launch.
  *
+ * gs_backend_scan_args: one scan (ABI 1.3). Validated by the core: in and out non-NULL, n >= 1,
+ * aligned and device-accessible for n elements each, dtype/op/out_dtype accepted by
+ * query_scan, in == out (same type) or no overlap at all, workspace as in the reduce args.
+ *
  * gs_backend_ops: what a backend implements: struct_size, abi_version and name, then its
  * functions.
  *
@@ -69,7 +73,7 @@ extern "C" {
  * stores its ops in *ops. The minor of core_abi_version tells it which members the core's
  * structs have: a core older than the backend passes shorter args.
  */
-typedef gs_backend_entry_v1_2_fn gs_backend_entry_v1_fn;
+typedef gs_backend_entry_v1_3_fn gs_backend_entry_v1_fn;
 
 #ifdef __cplusplus
 }

@@ -1,22 +1,17 @@
 /*
  * gridsync backend plugin ABI 1.2, frozen: as gridsync 0.3.0 released it
- * (GS_BACKEND_ABI_VERSION 0x00010002, entry point gridsync_backend_entry_v1). 1.2 is 1.1
+ * (GS_BACKEND_ABI_VERSION 0x00010002, entry point gridsync_backend_entry_v1), under names
+ * that carry the version: the structs of gridsync_backend.h with a _v1_2 suffix. 1.2 is 1.1
  * (gridsync_backend_v1_1.h) with exact sums (GS_REDUCE_EXACT, GS_SEGMENTED_EXACT,
  * docs/semantics.md §12): a `flags` member appended to the reduce args and to the segmented
  * args, and an optional query_reduce_flags appended to the ops. Every 1.2 struct is written
- * out whole below; their layouts never change (docs/ABI-policy.md).
- *
- * 1.2 is the current minor, so its structs are the current ones and are written here under
- * the current names (struct tags and typedefs: gs_backend_host, gs_backend_device,
- * gs_backend_reduce_args, gs_backend_segmented_args, gs_backend_ops). Backends were
- * compiled against those names, and the backend ABI baseline (abi/gridsync-backend-v1.abi)
- * records them, down to the types the ops' functions take. The gs_backend_*_v1_2 names at
- * the end are the same types. When 1.3 is released, this file's structs take the _v1_2
- * names, as gridsync_backend_v1_1.h's carry _v1_1, and 1.3's header takes the current ones.
+ * out whole below; their layouts and names never change (docs/ABI-policy.md). The members
+ * 1.0 and 1.1 had mean what gridsync_backend_v1.h and gridsync_backend_v1_1.h say.
  *
  * A core reads flags' support from query_reduce_flags only: a 1.1 backend (whose args
  * end before `flags`) never sees an exact request, it gets GS_ERROR_UNSUPPORTED from
- * the core. Like the others, this header needs cuda.h (CUDA 12.0 or newer).
+ * the core. It can be included together with gridsync_backend.h and the other frozen
+ * headers. Like them, it needs cuda.h (CUDA 12.0 or newer).
  */
 #ifndef GRIDSYNC_BACKEND_V1_2_H
 #define GRIDSYNC_BACKEND_V1_2_H
@@ -46,17 +41,10 @@ extern "C" {
  * query_reduce_flags answers for it too: (dtype, GS_OP_SUM, dtype, this flag). */
 #define GS_BACKEND_SEGMENTED_EXACT 4u
 
-/* The current names, declared first: the ops' functions take these types. */
-typedef struct gs_backend_host gs_backend_host;
-typedef struct gs_backend_device gs_backend_device;
-typedef struct gs_backend_reduce_args gs_backend_reduce_args;
-typedef struct gs_backend_segmented_args gs_backend_segmented_args;
-typedef struct gs_backend_ops gs_backend_ops;
-
 /* What the core gives a backend (1.0's, unchanged): driver entry points resolved once by
  * the core, with the ABI each prototype names, and services. Valid until the backend is
  * unloaded. */
-struct gs_backend_host {
+typedef struct gs_backend_host_v1_2 {
     uint32_t struct_size;
     uint32_t abi_version; /* the core's GS_BACKEND_ABI_VERSION */
     /* Trace to stderr when GRIDSYNC_DEBUG is set (GS_LOG_DEBUG) or always (GS_LOG_ERROR). */
@@ -79,11 +67,11 @@ struct gs_backend_host {
     /* Any other driver entry point: cuGetProcAddress(symbol, pfn, cudaVersion, 0, NULL). */
     CUresult (*cuGetProcAddress)(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
                                  CUdriverProcAddressQueryResult *symbolStatus);
-};
+} gs_backend_host_v1_2;
 
 /* The device a backend instance is opened for (1.0's, unchanged). Its CUDA context is
  * current on the calling thread during every call into the backend. */
-struct gs_backend_device {
+typedef struct gs_backend_device_v1_2 {
     uint32_t struct_size;
     CUdevice device;
     CUcontext context;
@@ -91,10 +79,10 @@ struct gs_backend_device {
     int32_t cc_minor;
     int32_t multiprocessor_count;
     int32_t max_threads_per_multiprocessor;
-};
+} gs_backend_device_v1_2;
 
 /* One reduction: 1.0's args, then flags. */
-struct gs_backend_reduce_args {
+typedef struct gs_backend_reduce_args_v1_2 {
     uint32_t struct_size;
     gs_dtype dtype;
     gs_op op;
@@ -113,10 +101,10 @@ struct gs_backend_reduce_args {
     /* 0, or one of GS_BACKEND_REDUCE_EXACT*, only ever when query_reduce_flags accepted
      * (dtype, op, out_dtype, flags). */
     uint32_t flags;
-};
+} gs_backend_reduce_args_v1_2;
 
 /* One segmented reduction: 1.1's args, then flags. */
-struct gs_backend_segmented_args {
+typedef struct gs_backend_segmented_args_v1_2 {
     uint32_t struct_size;
     gs_dtype dtype;
     gs_op op;
@@ -133,17 +121,17 @@ struct gs_backend_segmented_args {
     /* 0, or GS_BACKEND_SEGMENTED_EXACT only ever when query_reduce_flags accepted
      * (dtype, GS_OP_SUM, out_dtype, GS_BACKEND_SEGMENTED_EXACT). */
     uint32_t flags;
-};
+} gs_backend_segmented_args_v1_2;
 
 /* The ops a backend returns: 1.1's, then query_reduce_flags. */
-struct gs_backend_ops {
+typedef struct gs_backend_ops_v1_2 {
     uint32_t struct_size; /* sizeof(the ops) as the backend was built */
     uint32_t abi_version; /* GS_BACKEND_ABI_VERSION the backend was built with */
     const char *name;     /* e.g. "cuda_sm20" */
     /* Required. Sets up the backend for a device: loads its code into the current context.
      * Returns GS_ERROR_NO_KERNEL_IMAGE when it has no code for the device, so the core
      * can try the next backend. */
-    gs_status (*open)(const gs_backend_device *device, gs_backend_instance **instance);
+    gs_status (*open)(const gs_backend_device_v1_2 *device, gs_backend_instance **instance);
     /* Required. Frees what open made; the context is current. */
     void (*close)(gs_backend_instance *instance);
     /* Required. GS_SUCCESS if op over dtype written as out_dtype is implemented, else
@@ -152,29 +140,22 @@ struct gs_backend_ops {
     /* Required. Bytes of per-stream device workspace the backend needs (<= 64 KiB). */
     uint64_t (*workspace_size)(const gs_backend_instance *instance);
     /* Required. Queues the reduction on args->stream; never synchronizes the host. */
-    gs_status (*reduce)(gs_backend_instance *instance, const gs_backend_reduce_args *args);
+    gs_status (*reduce)(gs_backend_instance *instance, const gs_backend_reduce_args_v1_2 *args);
     /* ---- ABI 1.1 ---- */
     /* Optional. Queues a segmented reduction (one launch) on args->stream; never
      * synchronizes the host. Absent (NULL, or not covered by struct_size): the core
      * answers gs_segmented_reduce with GS_ERROR_UNSUPPORTED. */
-    gs_status (*segmented_reduce)(gs_backend_instance *instance, const gs_backend_segmented_args *args);
+    gs_status (*segmented_reduce)(gs_backend_instance *instance, const gs_backend_segmented_args_v1_2 *args);
     /* ---- ABI 1.2 ---- */
     /* Optional. GS_SUCCESS if reduce() does op over dtype into out_dtype with these flags
      * (GS_BACKEND_REDUCE_EXACT*), else GS_ERROR_UNSUPPORTED. Absent (NULL, or not covered by
      * struct_size): the core sends no flags and refuses them with GS_ERROR_UNSUPPORTED. */
     gs_status (*query_reduce_flags)(const gs_backend_instance *instance, gs_dtype dtype, gs_op op,
                                     gs_dtype out_dtype, uint32_t flags);
-};
+} gs_backend_ops_v1_2;
 
-typedef gs_status (*gs_backend_entry_v1_2_fn)(uint32_t core_abi_version, const gs_backend_host *host,
-                                              const gs_backend_ops **ops);
-
-/* 1.2's names for the structs above. */
-typedef gs_backend_host gs_backend_host_v1_2;
-typedef gs_backend_device gs_backend_device_v1_2;
-typedef gs_backend_reduce_args gs_backend_reduce_args_v1_2;
-typedef gs_backend_segmented_args gs_backend_segmented_args_v1_2;
-typedef gs_backend_ops gs_backend_ops_v1_2;
+typedef gs_status (*gs_backend_entry_v1_2_fn)(uint32_t core_abi_version, const gs_backend_host_v1_2 *host,
+                                              const gs_backend_ops_v1_2 **ops);
 
 #ifdef __cplusplus
 }

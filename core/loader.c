@@ -98,7 +98,8 @@ static loaded_entry *g_loaded;
 GS_SAME_PLACE(gs_backend_ops_v1_0, reduce);
 GS_SAME_PLACE(gs_backend_ops_v1_1, segmented_reduce);
 GS_SAME_PLACE(gs_backend_ops_v1_2, query_reduce_flags);
-_Static_assert(sizeof(gs_backend_ops) == sizeof(gs_backend_ops_v1_2),
+GS_SAME_PLACE(gs_backend_ops_v1_3, scan);
+_Static_assert(sizeof(gs_backend_ops) == sizeof(gs_backend_ops_v1_3),
                "a new backend ABI minor: add its frozen ops to lift_ops");
 #undef GS_SAME_PLACE
 
@@ -113,7 +114,9 @@ _Static_assert(sizeof(gs_backend_ops) == sizeof(gs_backend_ops_v1_2),
 static int lift_ops(const gs_backend_ops *ops, gs_backend_ops *out)
 {
     size_t covered;
-    if (ops->struct_size >= sizeof(gs_backend_ops_v1_2))
+    if (ops->struct_size >= sizeof(gs_backend_ops_v1_3))
+        covered = sizeof(gs_backend_ops_v1_3);
+    else if (ops->struct_size >= sizeof(gs_backend_ops_v1_2))
         covered = sizeof(gs_backend_ops_v1_2);
     else if (ops->struct_size >= sizeof(gs_backend_ops_v1_1))
         covered = sizeof(gs_backend_ops_v1_1);

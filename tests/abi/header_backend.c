@@ -6,6 +6,7 @@
 #include "gridsync_backend_v1.h"
 #include "gridsync_backend_v1_1.h"
 #include "gridsync_backend_v1_2.h"
+#include "gridsync_backend_v1_3.h"
 
 #include <cudaTypedefs.h>
 
@@ -32,10 +33,11 @@ _Static_assert(GS_BACKEND_ABI_VERSION_MAJOR(GS_BACKEND_ABI_VERSION) == GS_BACKEN
 /* The current names are the newest frozen version's structs, not copies of them. */
 #define CURRENT_IS(name, frozen)                                                   \
     _Static_assert(__builtin_types_compatible_p(name, frozen), #name " is not " #frozen)
-CURRENT_IS(gs_backend_host, gs_backend_host_v1_2);
-CURRENT_IS(gs_backend_device, gs_backend_device_v1_2);
-CURRENT_IS(gs_backend_reduce_args, gs_backend_reduce_args_v1_2);
-CURRENT_IS(gs_backend_segmented_args, gs_backend_segmented_args_v1_2);
-CURRENT_IS(gs_backend_ops, gs_backend_ops_v1_2);
-CURRENT_IS(gs_backend_entry_v1_fn, gs_backend_entry_v1_2_fn);
-_Static_assert(GS_BACKEND_ABI_VERSION == GS_BACKEND_ABI_VERSION_V1_2, "the current minor is not the newest frozen one");
+CURRENT_IS(gs_backend_host, gs_backend_host_v1_3);
+CURRENT_IS(gs_backend_device, gs_backend_device_v1_3);
+CURRENT_IS(gs_backend_reduce_args, gs_backend_reduce_args_v1_3);
+CURRENT_IS(gs_backend_segmented_args, gs_backend_segmented_args_v1_3);
+CURRENT_IS(gs_backend_scan_args, gs_backend_scan_args_v1_3);
+CURRENT_IS(gs_backend_ops, gs_backend_ops_v1_3);
+CURRENT_IS(gs_backend_entry_v1_fn, gs_backend_entry_v1_3_fn);
+_Static_assert(GS_BACKEND_ABI_VERSION == GS_BACKEND_ABI_VERSION_V1_3, "the current minor is not the newest frozen one");

@@ -12,6 +12,7 @@
 #include "gridsync.h"
 #include "gridsync_backend.h"
 #include "gridsync_backend_v1_2.h"
+#include "gridsync_backend_v1_3.h"
 #include "released_layouts.h"
 
 /* Every member of `list` at its released offset in `type`, and `type` no smaller than it
@@ -45,9 +46,10 @@ int main(void)
     CHECK_LAYOUT(gs_reduce_options, REDUCE_OPTIONS_1_2, REDUCE_OPTIONS_1_2_SIZE);
     CHECK_LAYOUT(gs_backend_host, BACKEND_HOST_1_0, GS_BACKEND_HOST_V1_0_SIZE);
     CHECK_LAYOUT(gs_backend_device, BACKEND_DEVICE_1_0, GS_BACKEND_DEVICE_V1_0_SIZE);
-    CHECK_LAYOUT(gs_backend_reduce_args, BACKEND_REDUCE_ARGS_1_2, GS_BACKEND_REDUCE_ARGS_V1_2_SIZE);
-    CHECK_LAYOUT(gs_backend_segmented_args, BACKEND_SEGMENTED_ARGS_1_2, GS_BACKEND_SEGMENTED_ARGS_V1_2_SIZE);
-    CHECK_LAYOUT(gs_backend_ops, BACKEND_OPS_1_2, GS_BACKEND_OPS_V1_2_SIZE);
+    CHECK_LAYOUT(gs_backend_reduce_args, BACKEND_REDUCE_ARGS_1_2, GS_BACKEND_REDUCE_ARGS_V1_3_SIZE);
+    CHECK_LAYOUT(gs_backend_segmented_args, BACKEND_SEGMENTED_ARGS_1_2, GS_BACKEND_SEGMENTED_ARGS_V1_3_SIZE);
+    CHECK_LAYOUT(gs_backend_scan_args, BACKEND_SCAN_ARGS_1_3, GS_BACKEND_SCAN_ARGS_V1_3_SIZE);
+    CHECK_LAYOUT(gs_backend_ops, BACKEND_OPS_1_3, GS_BACKEND_OPS_V1_3_SIZE);
 
     /* The frozen headers, one per released minor. */
     CHECK_FROZEN(gs_backend_host_v1_0, BACKEND_HOST_1_0, GS_BACKEND_HOST_V1_0_SIZE);
@@ -64,6 +66,12 @@ int main(void)
     CHECK_FROZEN(gs_backend_reduce_args_v1_2, BACKEND_REDUCE_ARGS_1_2, GS_BACKEND_REDUCE_ARGS_V1_2_SIZE);
     CHECK_FROZEN(gs_backend_segmented_args_v1_2, BACKEND_SEGMENTED_ARGS_1_2, GS_BACKEND_SEGMENTED_ARGS_V1_2_SIZE);
     CHECK_FROZEN(gs_backend_ops_v1_2, BACKEND_OPS_1_2, GS_BACKEND_OPS_V1_2_SIZE);
+    CHECK_FROZEN(gs_backend_host_v1_3, BACKEND_HOST_1_0, GS_BACKEND_HOST_V1_3_SIZE);
+    CHECK_FROZEN(gs_backend_device_v1_3, BACKEND_DEVICE_1_0, GS_BACKEND_DEVICE_V1_3_SIZE);
+    CHECK_FROZEN(gs_backend_reduce_args_v1_3, BACKEND_REDUCE_ARGS_1_2, GS_BACKEND_REDUCE_ARGS_V1_3_SIZE);
+    CHECK_FROZEN(gs_backend_segmented_args_v1_3, BACKEND_SEGMENTED_ARGS_1_2, GS_BACKEND_SEGMENTED_ARGS_V1_3_SIZE);
+    CHECK_FROZEN(gs_backend_scan_args_v1_3, BACKEND_SCAN_ARGS_1_3, GS_BACKEND_SCAN_ARGS_V1_3_SIZE);
+    CHECK_FROZEN(gs_backend_ops_v1_3, BACKEND_OPS_1_3, GS_BACKEND_OPS_V1_3_SIZE);
 
     /* The ABI version a 1.0 backend was built with must still be what this header says
      * is compatible: same major. */

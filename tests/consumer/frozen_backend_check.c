@@ -29,6 +29,11 @@
 #  define FROZEN_VERSION "1.2"
 #  define FROZEN_SUFFIX _v1_2
 #  define FROZEN_SUFFIX_U V1_2
+#elif FROZEN_MINOR == 3
+#  include "gridsync_backend_v1_3.h"
+#  define FROZEN_VERSION "1.3"
+#  define FROZEN_SUFFIX _v1_3
+#  define FROZEN_SUFFIX_U V1_3
 #else
 #  error "FROZEN_MINOR must name a released backend ABI minor"
 #endif
@@ -71,9 +76,12 @@ BACKEND_OPS_1_0(SAME_PLACE, gs_backend_ops)
 #elif FROZEN_MINOR == 1
 BACKEND_REDUCE_ARGS_1_0(SAME, gs_backend_reduce_args)
 BACKEND_OPS_1_1(SAME_PLACE, gs_backend_ops)
-#else
+#elif FROZEN_MINOR == 2
 BACKEND_REDUCE_ARGS_1_2(SAME, gs_backend_reduce_args)
 BACKEND_OPS_1_2(SAME_PLACE, gs_backend_ops)
+#else
+BACKEND_REDUCE_ARGS_1_2(SAME, gs_backend_reduce_args)
+BACKEND_OPS_1_3(SAME_PLACE, gs_backend_ops)
 #endif
 #if FROZEN_MINOR >= 1
 COVERS(gs_backend_segmented_args, FROZEN_U(GS_BACKEND_SEGMENTED_ARGS_, _SIZE))
@@ -82,6 +90,10 @@ COVERS(gs_backend_segmented_args, FROZEN_U(GS_BACKEND_SEGMENTED_ARGS_, _SIZE))
 BACKEND_SEGMENTED_ARGS_1_1(SAME, gs_backend_segmented_args)
 #elif FROZEN_MINOR >= 2
 BACKEND_SEGMENTED_ARGS_1_2(SAME, gs_backend_segmented_args)
+#endif
+#if FROZEN_MINOR >= 3
+COVERS(gs_backend_scan_args, FROZEN_U(GS_BACKEND_SCAN_ARGS_, _SIZE))
+BACKEND_SCAN_ARGS_1_3(SAME, gs_backend_scan_args)
 #endif
 
 _Static_assert(GS_BACKEND_ABI_MAJOR == 1, "a new backend ABI major: give it its own frozen header");

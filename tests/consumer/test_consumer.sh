@@ -108,7 +108,8 @@ fi
 for b in cuda_sm20 cuda_sm11_compat; do
     [ -f "$backenddir/gridsync-$b.so" ] || fail "no gridsync-$b.so in $backenddir"
 done
-for h in gridsync.h gridsync_backend.h gridsync_backend_v1.h gridsync_backend_v1_1.h gridsync_device.cuh; do
+for h in gridsync.h gridsync_backend.h gridsync_backend_v1.h gridsync_backend_v1_1.h gridsync_backend_v1_2.h \
+         gridsync_backend_v1_3.h gridsync_device.cuh; do
     [ -f "$includedir/gridsync/$h" ] || fail "no $h in $includedir/gridsync"
 done
 root=${libdir%/lib*}   # the prefix inside the stage
