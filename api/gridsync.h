@@ -361,6 +361,59 @@ GS_API gs_status gs_exact_round(const gs_exact_acc *acc, gs_dtype out_dtype, voi
  */
 GS_API gs_status gs_exact_combine(gs_exact_acc *acc, const gs_exact_acc *other);
 
+/* ---- added in GRIDSYNC_1.3 (gridsync 0.4): scans ------------------------------------- */
+
+/* gs_scan_options.flags. */
+#define GS_SCAN_EXCLUSIVE 1u /* out[0] is the op's identity, out[i] = in[0] op ... op in[i-1] */
+
+/*
+ * Options of gs_scan, as gs_reduce_options: zero-initialise, set struct_size =
+ * sizeof(gs_scan_options) and out_dtype (GS_OUT_DEFAULT for the default: 0 is GS_INT32);
+ * members are only ever appended, and the library reads only those that fit in
+ * struct_size (at least out_dtype's end: 8).
+ */
+typedef struct gs_scan_options {
+    uint32_t struct_size;
+    /* A gs_dtype for the results, or GS_OUT_DEFAULT (dtype). The same wider outputs as
+     * gs_reduce_options: SUM, PROD over int8/int32 -> GS_INT64, over uint8/uint32 ->
+     * GS_UINT64; SUM, PROD over float32 -> GS_FLOAT64; SUM, PROD, MIN, MAX over
+     * float16/bfloat16 -> GS_FLOAT32. Anything else returns GS_ERROR_UNSUPPORTED. */
+    int32_t out_dtype;
+    /* GS_SCAN_EXCLUSIVE, or 0 (inclusive). Other bits are reserved: GS_ERROR_INVALID_ARGUMENT. */
+    uint32_t flags;
+} gs_scan_options;
+
+/*
+ * Scans the n elements of type dtype at `in` with `op` into the n results at `out` (both
+ * device-accessible memory), in ONE kernel launch queued on `stream`, with no temporary
+ * storage from the caller and no host synchronisation (the stream's workspace as in
+ * gs_reduce); capturing the call into a CUDA graph records one kernel node. Returns as soon
+ * as the launch is queued. ctx NULL: the default context, as in gs_reduce. opts NULL: the
+ * defaults (inclusive, results of type dtype).
+ *
+ * Inclusive by default: out[i] = in[0] op in[1] op ... op in[i]. GS_SCAN_EXCLUSIVE:
+ * out[0] is the op's identity (gs_reduce's n == 0 result) and out[i] = in[0] op ... op
+ * in[i-1]. Semantics (docs/semantics.md, "Scans"):
+ *  - ops: SUM, PROD, MIN, MAX for every dtype; BIT_AND, BIT_OR, BIT_XOR for integer
+ *    dtypes (floats: GS_ERROR_UNSUPPORTED); ARGMIN/ARGMAX have no scan
+ *    (GS_ERROR_UNSUPPORTED);
+ *  - outputs: dtype, or the wider types of gs_scan_options.out_dtype;
+ *  - float16/bfloat16 are carried in float32 and each result is rounded to the output
+ *    type; MIN/MAX propagate NaN; integer SUM and PROD wrap (two's complement);
+ *  - float results are the same bits on every GPU, backend, grid and alignment of `in`:
+ *    the association order depends on n alone.
+ *
+ * in == out scans in place when the results have the input's type; any other overlap of
+ * in[0, n) and out[0, n) (in place into a wider type included) is GS_ERROR_INVALID_ARGUMENT.
+ * in must be aligned to its element size, out to its result's; memory the device cannot
+ * access is GS_ERROR_INVALID_POINTER, a range past the end of its allocation
+ * GS_ERROR_INVALID_ARGUMENT, as in gs_reduce. n == 0 queues nothing and succeeds once
+ * dtype, op and opts are checked (in and out may be NULL then; the context is not looked
+ * at). A backend older than gridsync 0.4 has no scan: GS_ERROR_UNSUPPORTED, naming it.
+ */
+GS_API gs_status gs_scan(gs_context *ctx, const void *in, uint64_t n, gs_dtype dtype, gs_op op, void *out,
+                         gs_stream stream, const gs_scan_options *opts);
+
 #ifdef __cplusplus
 }
 #endif

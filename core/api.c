@@ -123,10 +123,11 @@ GS_API gs_status gs_context_get_info(const gs_context *ctx, gs_context_info *inf
     return GS_SUCCESS;
 }
 
-/* ---- reductions -------------------------------------------------------------------- */
+/* ---- reductions and scans ---------------------------------------------------------- */
 
 /* One call as the entry points checked it; launch() turns it into the backend's
- * arguments. offsets is NULL for gs_reduce. */
+ * arguments: a scan when `scan` is set, else a segmented reduction when offsets is
+ * non-NULL, else a reduction. */
 typedef struct launch_plan {
     const char *fn;
     gs_dtype dtype, out_dtype;
@@ -138,7 +139,8 @@ typedef struct launch_plan {
     CUstream stream;
     const int64_t *offsets; /* gs_segmented_reduce: num_segments + 1 of them */
     uint32_t flags;         /* gs_segmented_reduce's */
-    uint32_t backend_flags; /* the exact sums' (GS_BACKEND_REDUCE_EXACT*, GS_BACKEND_SEGMENTED_EXACT) */
+    uint32_t backend_flags; /* the backend args' flags (GS_BACKEND_REDUCE_EXACT*, ..., GS_BACKEND_SCAN_EXCLUSIVE) */
+    int scan;               /* gs_scan: out_count (n) results */
 } launch_plan;
 
 /* Every launch's tail, the same for all of them: the buffers are memory the device can
@@ -148,15 +150,13 @@ static gs_status launch(gs_context *ctx, const gs_driver *drv, const launch_plan
 {
     const char *fn = p->fn;
     const uint64_t segments = p->offsets ? p->out_count : 0;
+    const int accumulator = !p->scan && !p->offsets && (p->backend_flags & GS_BACKEND_REDUCE_EXACT_ACCUMULATOR);
+    const uint64_t out_bytes = accumulator ? sizeof(gs_exact_acc) : p->out_count * gs_dtype_size(p->out_dtype);
     gs_status st;
     if ((p->n && (st = gs_check_pointer(drv, fn, "in", p->in, p->n * gs_dtype_size(p->dtype), NULL, NULL))) ||
         (p->offsets &&
          (st = gs_check_pointer(drv, fn, "offsets", p->offsets, (segments + 1) * sizeof(int64_t), NULL, NULL))) ||
-        (st = gs_check_pointer(drv, fn, "out", p->out,
-                               !p->offsets && (p->backend_flags & GS_BACKEND_REDUCE_EXACT_ACCUMULATOR)
-                                   ? sizeof(gs_exact_acc)
-                                   : p->out_count * gs_dtype_size(p->out_dtype),
-                               NULL, NULL)))
+        (st = gs_check_pointer(drv, fn, "out", p->out, out_bytes, NULL, NULL)))
         return st;
     int pushed;
     if ((st = gs_context_push(ctx, &pushed)) != GS_SUCCESS)
@@ -167,7 +167,13 @@ static gs_status launch(gs_context *ctx, const gs_driver *drv, const launch_plan
     if (st == GS_SUCCESS)
         st = gs_workspace_get(ctx, p->stream, fn, &ws);
     const CUdeviceptr in = (CUdeviceptr)(uintptr_t)p->in, out = (CUdeviceptr)(uintptr_t)p->out;
-    if (st == GS_SUCCESS && p->offsets) {
+    if (st == GS_SUCCESS && p->scan) {
+        gs_backend_scan_args a = {
+            .struct_size = sizeof a, .dtype = p->dtype, .op = p->op, .out_dtype = p->out_dtype,
+            .in = in, .n = p->n, .out = out, .stream = p->stream,
+            .workspace = ws, .workspace_bytes = ctx->workspace_bytes, .flags = p->backend_flags};
+        st = ctx->backend->ops->scan(ctx->instance, &a);
+    } else if (st == GS_SUCCESS && p->offsets) {
         gs_backend_segmented_args a = {
             .struct_size = sizeof a, .dtype = p->dtype, .op = p->op, .out_dtype = p->out_dtype,
             .in = in, .n = p->n, .offsets = (CUdeviceptr)(uintptr_t)p->offsets, .num_segments = segments,
@@ -238,6 +244,27 @@ GS_API gs_status gs_segmented_reduce(gs_context *ctx, const void *in, uint64_t n
     const launch_plan plan = {.fn = fn, .dtype = dtype, .out_dtype = out_dtype, .op = op, .in = in, .n = n,
                               .out = out, .out_count = num_segments, .stream = (CUstream)stream,
                               .offsets = offsets, .flags = flags, .backend_flags = backend_flags};
+    return launch(ctx, drv, &plan);
+}
+
+GS_API gs_status gs_scan(gs_context *ctx, const void *in, uint64_t n, gs_dtype dtype, gs_op op, void *out,
+                         gs_stream stream, const gs_scan_options *opts)
+{
+    static const char fn[] = "gs_scan";
+    gs_clear_error();
+    gs_dtype out_dtype;
+    uint32_t flags;
+    gs_status st = gs_check_scan(in, n, dtype, op, out, opts, &out_dtype, &flags);
+    if (st != GS_SUCCESS || n == 0)
+        return st; /* n == 0: nothing to write, so no launch and no context (gridsync.h) */
+    const gs_driver *drv;
+    if ((st = gs_context_resolve(&ctx, &drv)) != GS_SUCCESS ||
+        (st = gs_check_supported_scan(ctx, fn, dtype, op, out_dtype)) != GS_SUCCESS)
+        return st;
+    const launch_plan plan = {.fn = fn, .dtype = dtype, .out_dtype = out_dtype, .op = op, .in = in, .n = n,
+                              .out = out, .out_count = n, .stream = (CUstream)stream,
+                              .backend_flags = flags & GS_SCAN_EXCLUSIVE ? GS_BACKEND_SCAN_EXCLUSIVE : 0,
+                              .scan = 1};
     return launch(ctx, drv, &plan);
 }
 

@@ -25,6 +25,12 @@ gs_status gs_check_reduce(const void *in, uint64_t n, gs_dtype dtype, gs_op op, 
 gs_status gs_check_segmented(const void *in, uint64_t n, gs_dtype dtype, gs_op op, const int64_t *offsets,
                              uint64_t num_segments, const void *out, uint32_t flags);
 
+/* gs_scan: dtype, op, the options, then (n >= 1 only) in, out and their overlap. *out_dtype
+ * and *flags as in gs_check_reduce. With n == 0 it checks what needs no pointer and the
+ * caller queues nothing. */
+gs_status gs_check_scan(const void *in, uint64_t n, gs_dtype dtype, gs_op op, const void *out,
+                        const gs_scan_options *opts, gs_dtype *out_dtype, uint32_t *flags);
+
 /* ---- once the context is known ------------------------------------------------------- */
 
 /* ctx's backend offers op over dtype written as out_dtype. */
@@ -33,6 +39,10 @@ gs_status gs_check_supported(const gs_context *ctx, const char *fn, gs_dtype dty
  * without it offers none). */
 gs_status gs_check_supported_flags(const gs_context *ctx, const char *fn, gs_dtype dtype, gs_op op,
                                    gs_dtype out_dtype, uint32_t flags);
+
+/* ... and scans it (backend ABI 1.3's query_scan and scan; a backend without them has none). */
+gs_status gs_check_supported_scan(const gs_context *ctx, const char *fn, gs_dtype dtype, gs_op op,
+                                  gs_dtype out_dtype);
 
 /* ---- asking the driver ------------------------------------------------------------------ */
 

@@ -23,6 +23,9 @@
 /* gridsync.h, 0.3.0 (GRIDSYNC_1.2): flags appended */
 #define REDUCE_OPTIONS_1_2(X, T) REDUCE_OPTIONS_1_0(X, T) X(T, flags, 8)
 #define REDUCE_OPTIONS_1_2_SIZE 12
+/* gridsync.h, 0.4.0 (GRIDSYNC_1.3) */
+#define SCAN_OPTIONS_1_3(X, T) X(T, struct_size, 0) X(T, out_dtype, 4) X(T, flags, 8)
+#define SCAN_OPTIONS_1_3_SIZE 12
 
 /* Backend ABI 1.0 (gridsync 0.1.0); the sizes are the frozen header's GS_BACKEND_*_V1_0_SIZE. */
 #define BACKEND_HOST_1_0(X, T)                                                       \
