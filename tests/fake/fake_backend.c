@@ -14,6 +14,10 @@
  *                          1.0's, and the ops members past them hold functions that record
  *                          "PAST_STRUCT_SIZE" if anything calls them (a core must not)
  *   FAKE_ABI_1_1           the same for ABI 1.1, whose segmented_reduce is its own
+ *   FAKE_ABI_1_2           the same for ABI 1.2 (segmented_reduce its own; no scan)
+ *
+ * The current-ABI variants have 1.3's scan: query_scan refuses bfloat16 input (so a refusal
+ * can be seen) and accepts everything else the core asks; scan() records its args.
  *
  * FAKE_BACKEND_NAME is ops->name. Every call is appended to the file named by
  * FAKE_BACKEND_LOG as "<name>: <call> <arguments>", so a test can compare what the backend
@@ -144,37 +148,42 @@ static uint64_t be_workspace_size(const gs_backend_instance *inst)
 /* Which workspace this is (#k in order of first use) and what state it is in: "new zeroed"
  * (first use, all zero as promised), "new DIRTY", "kept" (same buffer as before, still
  * holding what this backend left in it), "CLOBBERED". */
-static const char *workspace_state(gs_backend_instance *inst, const gs_backend_reduce_args *a, int *index)
+static const char *workspace_state_of(gs_backend_instance *inst, CUdeviceptr workspace, uint64_t bytes, int *index)
 {
-    if (a->workspace % 256)
+    if (workspace % 256)
         return "MISALIGNED";
     pthread_mutex_lock(&g_lock);
     int k;
     for (k = 0; k < inst->nworkspaces; k++)
-        if (inst->workspaces[k] == a->workspace)
+        if (inst->workspaces[k] == workspace)
             break;
     int fresh = k == inst->nworkspaces;
     if (fresh && k < FAKE_MAX_WORKSPACES)
-        inst->workspaces[inst->nworkspaces++] = a->workspace;
+        inst->workspaces[inst->nworkspaces++] = workspace;
     pthread_mutex_unlock(&g_lock);
     *index = k;
     if (!inst->fake_memory)
         return "unchecked";
-    unsigned char *ws = (unsigned char *)(uintptr_t)a->workspace;
+    unsigned char *ws = (unsigned char *)(uintptr_t)workspace;
     const char *state;
     if (fresh) {
         state = "new zeroed";
-        for (uint64_t i = 0; i < a->workspace_bytes; i++)
+        for (uint64_t i = 0; i < bytes; i++)
             if (ws[i]) {
                 state = "new DIRTY";
                 break;
             }
     } else {
-        state = ws[a->workspace_bytes - 1] == 0x5a ? "kept" : "CLOBBERED";
+        state = ws[bytes - 1] == 0x5a ? "kept" : "CLOBBERED";
     }
     /* What a kernel leaves behind, for the next launch on this workspace to find. */
-    ws[a->workspace_bytes - 1] = 0x5a;
+    ws[bytes - 1] = 0x5a;
     return state;
+}
+
+static const char *workspace_state(gs_backend_instance *inst, const gs_backend_reduce_args *a, int *index)
+{
+    return workspace_state_of(inst, a->workspace, a->workspace_bytes, index);
 }
 
 static gs_status be_reduce(gs_backend_instance *inst, const gs_backend_reduce_args *a)
@@ -185,6 +194,45 @@ static gs_status be_reduce(gs_backend_instance *inst, const gs_backend_reduce_ar
            (int)a->dtype, (int)a->op, (int)a->out_dtype, (unsigned long long)a->n, (unsigned long long)a->in,
            (unsigned long long)a->out, (void *)a->stream, k, ws,
            a->workspace_bytes >= workspace_bytes() ? "enough" : "TOO_FEW", is_current(inst->dev.context));
+    return GS_SUCCESS;
+}
+
+#if !defined(FAKE_ABI_1_0) && !defined(FAKE_ABI_1_1) && !defined(FAKE_ABI_1_2)
+/* 1.3's scan: asked before each gs_scan; bfloat16 is refused, on purpose. */
+static gs_status be_query_scan(const gs_backend_instance *inst, gs_dtype dtype, gs_op op, gs_dtype out)
+{
+    (void)inst;
+    record("query_scan dtype=%d op=%d out=%d", (int)dtype, (int)op, (int)out);
+    return dtype == GS_BFLOAT16 ? GS_ERROR_UNSUPPORTED : GS_SUCCESS;
+}
+
+static gs_status be_scan(gs_backend_instance *inst, const gs_backend_scan_args *a)
+{
+    int k = -1;
+    const char *ws = a->workspace_bytes ? workspace_state_of(inst, a->workspace, a->workspace_bytes, &k) : "EMPTY";
+    record("scan dtype=%d op=%d out=%d n=%llu in=0x%llx out=0x%llx flags=%u struct_size=%u stream=%p ws=#%d %s "
+           "bytes=%s current=%d",
+           (int)a->dtype, (int)a->op, (int)a->out_dtype, (unsigned long long)a->n, (unsigned long long)a->in,
+           (unsigned long long)a->out, (unsigned)a->flags, (unsigned)a->struct_size, (void *)a->stream, k, ws,
+           a->workspace_bytes >= workspace_bytes() ? "enough" : "TOO_FEW", is_current(inst->dev.context));
+    return GS_SUCCESS;
+}
+#endif
+#endif
+
+#if defined(FAKE_ABI_1_0) || defined(FAKE_ABI_1_1) || defined(FAKE_ABI_1_2)
+/* Past an older table's end: 1.3's scan functions, never to be called. */
+static gs_status past_end_query_scan(const gs_backend_instance *inst, gs_dtype dtype, gs_op op, gs_dtype out)
+{
+    (void)inst;
+    record("PAST_STRUCT_SIZE query_scan dtype=%d op=%d out=%d", (int)dtype, (int)op, (int)out);
+    return GS_SUCCESS;
+}
+
+static gs_status past_end_scan(gs_backend_instance *inst, const gs_backend_scan_args *a)
+{
+    (void)inst;
+    record("PAST_STRUCT_SIZE scan n=%llu", (unsigned long long)a->n);
     return GS_SUCCESS;
 }
 #endif
@@ -211,8 +259,8 @@ static gs_status past_end_query_reduce_flags(const gs_backend_instance *inst, gs
 }
 #endif
 
-#ifdef FAKE_ABI_1_1
-/* 1.1's segmented reduction, recorded; its args end before 1.2's flags. */
+#if defined(FAKE_ABI_1_1) || defined(FAKE_ABI_1_2)
+/* 1.1's segmented reduction, recorded (a 1.3 core's args, whatever the minor). */
 static gs_status be_segmented_reduce(gs_backend_instance *inst, const gs_backend_segmented_args *a)
 {
     record("segmented_reduce dtype=%d op=%d out=%d n=%llu segments=%llu struct_size=%u current=%d", (int)a->dtype,
@@ -229,6 +277,8 @@ static const gs_backend_ops ops = {
     .struct_size = sizeof(gs_backend_ops_v1_0),
 #elif defined(FAKE_ABI_1_1)
     .struct_size = sizeof(gs_backend_ops_v1_1),
+#elif defined(FAKE_ABI_1_2)
+    .struct_size = sizeof(gs_backend_ops_v1_2),
 #else
     .struct_size = sizeof(gs_backend_ops),
 #endif
@@ -238,6 +288,8 @@ static const gs_backend_ops ops = {
     .abi_version = GS_BACKEND_ABI_VERSION_V1_0,
 #elif defined(FAKE_ABI_1_1)
     .abi_version = GS_BACKEND_ABI_VERSION_V1_1,
+#elif defined(FAKE_ABI_1_2)
+    .abi_version = GS_BACKEND_ABI_VERSION_V1_2,
 #else
     .abi_version = GS_BACKEND_ABI_VERSION,
 #endif
@@ -251,11 +303,18 @@ static const gs_backend_ops ops = {
 #endif
 #if defined(FAKE_ABI_1_0)
     .segmented_reduce = past_end_segmented_reduce,
-#elif defined(FAKE_ABI_1_1)
+#elif defined(FAKE_ABI_1_1) || defined(FAKE_ABI_1_2)
     .segmented_reduce = be_segmented_reduce,
 #endif
 #if defined(FAKE_ABI_1_0) || defined(FAKE_ABI_1_1)
     .query_reduce_flags = past_end_query_reduce_flags,
+#endif
+#if defined(FAKE_ABI_1_0) || defined(FAKE_ABI_1_1) || defined(FAKE_ABI_1_2)
+    .query_scan = past_end_query_scan,
+    .scan = past_end_scan,
+#elif !defined(FAKE_NO_REDUCE)
+    .query_scan = be_query_scan,
+    .scan = be_scan,
 #endif
 };
 

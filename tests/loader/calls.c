@@ -228,8 +228,8 @@ static gs_status segment_of_ten(gs_context *ctx, CUdeviceptr in, CUdeviceptr off
                                (void *)(uintptr_t)out, NULL, flags);
 }
 
-/* A backend built for an older minor (`arg`: "1.0" or "1.1", the fakes fake_abi_1_0 and
- * fake_abi_1_1) does what its minor has; what it lacks is UNSUPPORTED, named with its
+/* A backend built for an older minor (`arg`: "1.0", "1.1" or "1.2", the fakes fake_abi_1_0,
+ * fake_abi_1_1 and fake_abi_1_2) does what its minor has; what it lacks is UNSUPPORTED, named with its
  * version. The functions in memory past its struct_size are never called: the core lifts
  * its table into the current struct once, at load (core/loader.c), and reads nothing else. */
 static int older_backend(const test_case *c)
@@ -252,7 +252,8 @@ static int older_backend(const test_case *c)
         CHECK_HAS(gs_last_error_message(), "no segmented reduction");
         CHECK_HAS(gs_last_error_message(), version);
     }
-    /* Exact sums are 1.2's: refused by the core, never sent. */
+    /* Exact sums need query_reduce_flags (1.2's), which none of these fakes has: refused by
+     * the core, never sent. */
     const gs_reduce_options exact = {.struct_size = sizeof exact, .out_dtype = GS_OUT_DEFAULT, .flags = GS_REDUCE_EXACT};
     CHECK_STATUS(gs_reduce_ex(ctx, (const void *)(uintptr_t)in, 10, GS_FLOAT32, GS_OP_SUM, (void *)(uintptr_t)out,
                               NULL, &exact),
@@ -261,6 +262,12 @@ static int older_backend(const test_case *c)
     CHECK_HAS(gs_last_error_message(), version);
     CHECK_STATUS(segment_of_ten(ctx, in, offs, out, GS_SEGMENTED_EXACT), GS_ERROR_UNSUPPORTED);
     CHECK_HAS(gs_last_error_message(), minor >= 1 ? "does not offer exact sums" : "no segmented reduction");
+    /* Scans are 1.3's: refused by the core, named, never sent. */
+    CHECK_STATUS(gs_scan(ctx, (const void *)(uintptr_t)in, 10, GS_FLOAT32, GS_OP_SUM, (void *)(uintptr_t)out, NULL,
+                         NULL),
+                 GS_ERROR_UNSUPPORTED);
+    CHECK_HAS(gs_last_error_message(), "has no scan");
+    CHECK_HAS(gs_last_error_message(), version);
     CHECK_INT(backend_log_lines("PAST_STRUCT_SIZE"), 0);
     char reduce_line[64];
     snprintf(reduce_line, sizeof reduce_line, "%s: reduce ", name);
@@ -278,5 +285,6 @@ const test_case calls_cases[] = {
     CASE("segmented-old-backend", segmented_old_backend, USE_GOOD),
     CASE_WITH("abi-1.0-backend", older_backend, GS_SUCCESS, "1.0", FORCE(fake_abi_1_0)),
     CASE_WITH("abi-1.1-backend", older_backend, GS_SUCCESS, "1.1", FORCE(fake_abi_1_1)),
+    CASE_WITH("abi-1.2-backend", older_backend, GS_SUCCESS, "1.2", FORCE(fake_abi_1_2)),
     END_OF_CASES,
 };
