@@ -6,9 +6,9 @@
 #   scripts/sass.sh --ptxas BACKEND MODULE     # registers, spills, shared memory per kernel
 #
 # BACKEND: cuda_sm20 or cuda_sm11_compat; MODULE: reduce, reduce_float, reduce_int,
-# segmented or exact (backends/meson.build). --root: the source tree to compile (default
-# this one), e.g. a `git archive` of another commit, to diff two versions' SASS: a change
-# that leaves a module's SASS the same needs no new GPU run for it.
+# segmented, exact, scan_float or scan_int (backends/meson.build). --root: the source tree
+# to compile (default this one), e.g. a `git archive` of another commit, to diff two
+# versions' SASS: a change that leaves a module's SASS the same needs no new GPU run for it.
 #
 # It compiles the module as backends/meson.build does (nvcc -cubin, the same defines) and
 # disassembles it with nvdisasm from Debian's nvidia-cuda-toolkit (11.8, in non-free),
@@ -35,8 +35,8 @@ backend=$1
 module=$2
 [ "$arch" = 90 ] || { echo "sass.sh: only --arch 90 (the header rewrite is sm_90's)" >&2; exit 2; }
 [ -f "$root/backends/$backend/kernels.cu" ] || { echo "sass.sh: no backend $backend in $root" >&2; exit 2; }
-case $module in reduce | reduce_float | reduce_int | segmented | exact) ;; *)
-    echo "sass.sh: module is one of reduce reduce_float reduce_int segmented exact" >&2; exit 2 ;;
+case $module in reduce | reduce_float | reduce_int | segmented | exact | scan_float | scan_int) ;; *)
+    echo "sass.sh: module is one of reduce reduce_float reduce_int segmented exact scan_float scan_int" >&2; exit 2 ;;
 esac
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 tmp=$(mktemp -d /tmp/gridsync-sass.XXXXXX)
@@ -45,7 +45,7 @@ mod_def=GS_BUILD_$(echo "$module" | tr '[:lower:]' '[:upper:]')
 compat=
 [ "$backend" = cuda_sm11_compat ] && compat=-DGS_BACKEND_COMPAT=1
 set -- -cubin -std=c++17 -O3 --extended-lambda -I "$root/backends/common" -I "$root/backends/$backend" \
-    -I "$root/api" $compat "-D$mod_def" --diag-suppress=177 "-arch=sm_$arch"
+    -I "$root/api" -I "$root/internal" $compat "-D$mod_def" --diag-suppress=177 "-arch=sm_$arch"
 if [ "$ptxas" = 1 ]; then
     "$nvcc" "$@" -Xptxas -v -o "$tmp/k.cubin" "$root/backends/$backend/kernels.cu"
     exit 0
