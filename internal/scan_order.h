@@ -9,8 +9,8 @@
 #define GS_SCAN_ORDER_H
 
 #define GS_SCAN_THREADS 256u
-/* elements per thread: 8 for 8-byte outputs, 16 otherwise (a tile's outputs fill 16 KiB at most) */
-#define GS_SCAN_ITEMS(out_bytes) ((out_bytes) >= 8 ? 8u : 16u)
+/* elements per thread: 64 bytes of output, so every tile's outputs fill 16 KiB */
+#define GS_SCAN_ITEMS(out_bytes) (64u / (unsigned)(out_bytes))
 /* tiles per group: one lane of a warp per tile in a group's look-back */
 #define GS_SCAN_GROUP 32u
 

@@ -19,6 +19,7 @@
 #include "dispatch/grid.h"
 #include "dispatch/kernel_list.h"
 #include "modules.h"
+#include "scan_order.h"
 
 #ifndef GS_BACKEND_NAME
 #  error "GS_BACKEND_NAME must be defined"
@@ -26,7 +27,7 @@
 
 #define GS_EXPORT __attribute__((visibility("default")))
 
-_Static_assert(GS_NKERNELS < 255, "kernel_index holds indices in a byte");
+_Static_assert(GS_NKERNELS < 255 && GS_NSCAN_KERNELS < 255, "the kernel indices hold indices in a byte");
 
 #define GS_EXACT_PAIR(dt, o) || (dtype == GS_DT_##dt && out == GS_DT_##o)
 
@@ -57,6 +58,7 @@ static int find_segexact(gs_dtype dtype, gs_op op, gs_dtype out)
  * entry point, so a launch looks its kernel up in constant time. */
 static unsigned char kernel_index[GS_DTYPE_COUNT][GS_OP_COUNT][GS_DTYPE_COUNT];
 static unsigned char seg_kernel_index[GS_DTYPE_COUNT][GS_OP_COUNT][GS_DTYPE_COUNT];
+static unsigned char scan_kernel_index[GS_DTYPE_COUNT][GS_OP_COUNT][GS_DTYPE_COUNT];
 
 static void index_kernels(void)
 {
@@ -67,6 +69,10 @@ static void index_kernels(void)
     for (int k = 0; k < GS_NSEG_KERNELS; k++) {
         const kernel_entry *e = &gs_kernel_table_segmented[k];
         seg_kernel_index[e->dtype][e->op][e->out] = (unsigned char)(k + 1);
+    }
+    for (int k = 0; k < GS_NSCAN_KERNELS; k++) {
+        const kernel_entry *e = &gs_kernel_table_scan[k];
+        scan_kernel_index[e->dtype][e->op][e->out] = (unsigned char)(k + 1);
     }
 }
 
@@ -94,22 +100,21 @@ static int core_sends_flags(void)
 }
 
 /*
- * TEST HOOK, not an interface (docs/ABI.md, "Test hooks"): GRIDSYNC_TEST_EXACT_GRID=<blocks>
- * forces the exact sums' grid of the instances opened while it is set, so that
- * tests/gpu/test_gpu_exact.c can show their bits do not depend on the grid. Read here
- * only, once per open: that test opens one context per grid in one process. Returns the
- * forced grid, 0 for none (unset, or not in 1..GS_MAX_BLOCKS).
+ * TEST HOOKS, not an interface (docs/ABI.md, "Test hooks"): GRIDSYNC_TEST_EXACT_GRID=<blocks>
+ * and GRIDSYNC_TEST_SCAN_GRID=<blocks> force the exact sums' and the scans' grids of the
+ * instances opened while they are set, so that tests/gpu can show their bits do not depend
+ * on the grid. Read here only, once per open: those tests open one context per grid in
+ * one process. Returns the forced grid, 0 for none (unset, or not in 1..GS_MAX_BLOCKS: the
+ * workspace holds that many exact partials, exact/grid.cuh).
  */
-static unsigned int test_hook_exact_grid(void)
+static unsigned int test_hook_grid(const char *name, const char *what)
 {
-    const char *forced = secure_getenv("GRIDSYNC_TEST_EXACT_GRID");
+    const char *forced = secure_getenv(name);
     if (!forced || !*forced)
         return 0;
     const unsigned long g = strtoul(forced, NULL, 10);
-    /* at most GS_MAX_BLOCKS: the workspace holds that many partials (exact/grid.cuh) */
     const unsigned int grid = g > 0 && g <= GS_MAX_BLOCKS ? (unsigned int)g : 0;
-    gs_host->log(GS_LOG_DEBUG, "%s backend: GRIDSYNC_TEST_EXACT_GRID=%s: exact sums on %u blocks", GS_BACKEND_NAME,
-                 forced, grid);
+    gs_host->log(GS_LOG_DEBUG, "%s backend: %s=%s: %s on %u blocks", GS_BACKEND_NAME, name, forced, what, grid);
     return grid;
 }
 
@@ -142,13 +147,15 @@ static gs_status be_open(const gs_backend_device *dev, gs_backend_instance **out
     if (gs_host->cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev->device) != CUDA_SUCCESS)
         l2 = 0;
     inst->l2_bytes = gs_grid_l2_bytes(l2);
-    inst->exact_grid = test_hook_exact_grid();
+    inst->exact_grid = test_hook_grid("GRIDSYNC_TEST_EXACT_GRID", "exact sums");
+    inst->scan_grid = test_hook_grid("GRIDSYNC_TEST_SCAN_GRID", "scans");
     gs_host->log(GS_LOG_DEBUG,
                  "%s backend: open on compute capability %d.%d in %.3f ms: module load %.3f ms, kernel set-up "
                  "none yet (each of the %d kernels at its first call, the other modules at the first call of one "
                  "of their kernels); inputs up to %llu bytes count as in L2",
                  GS_BACKEND_NAME, dev->cc_major, dev->cc_minor, gs_now_ms() - t0, t1 - t0,
-                 (int)(GS_NKERNELS + GS_NSEG_KERNELS + GS_NEXACT_KERNELS), (unsigned long long)inst->l2_bytes);
+                 (int)(GS_NKERNELS + GS_NSEG_KERNELS + GS_NEXACT_KERNELS + GS_NSCAN_KERNELS),
+                 (unsigned long long)inst->l2_bytes);
     *out = inst;
     return GS_SUCCESS;
 }
@@ -193,7 +200,7 @@ static uint64_t be_workspace_size(const gs_backend_instance *inst)
 static gs_status kernel_for(gs_backend_instance *inst, gs_family family, int k, gs_op op, gs_dtype dtype,
                             gs_dtype out, const gs_kernel_slot **s)
 {
-    static const char *const kinds[GS_FAM_COUNT] = {"", "segmented ", "exact "};
+    static const char *const kinds[GS_FAM_COUNT] = {"", "segmented ", "exact ", "scan "};
     if (k < 0) {
         gs_host->set_error("%s backend: no %skernel for %s over %s into %s", GS_BACKEND_NAME, kinds[family],
                            gs_op_name(op), gs_dtype_name(dtype), gs_dtype_name(out));
@@ -202,16 +209,23 @@ static gs_status kernel_for(gs_backend_instance *inst, gs_family family, int k, 
     return gs_kernel(inst, family, k, s);
 }
 
-/* One launch of kernel `name` (s) on grid blocks of GS_BACKEND_BLOCK threads. */
-static gs_status launch(const gs_kernel_slot *s, const char *name, unsigned int grid, CUstream stream, void **params)
+/* One launch of kernel `name` (s) on grid blocks of `block` threads. */
+static gs_status launch_block(const gs_kernel_slot *s, const char *name, unsigned int grid, unsigned int block,
+                              CUstream stream, void **params)
 {
-    CUresult rc = gs_host->cuLaunchKernel(s->fn, grid, 1, 1, GS_BACKEND_BLOCK, 1, 1, 0, stream, params, NULL);
+    CUresult rc = gs_host->cuLaunchKernel(s->fn, grid, 1, 1, block, 1, 1, 0, stream, params, NULL);
     if (rc != CUDA_SUCCESS) {
         char what[160];
         snprintf(what, sizeof what, "cuLaunchKernel(%s, %u blocks)", name, grid);
         return gs_cuda_fail(rc, what);
     }
     return GS_SUCCESS;
+}
+
+/* One launch of kernel `name` (s) on grid blocks of GS_BACKEND_BLOCK threads. */
+static gs_status launch(const gs_kernel_slot *s, const char *name, unsigned int grid, CUstream stream, void **params)
+{
+    return launch_block(s, name, grid, GS_BACKEND_BLOCK, stream, params);
 }
 
 /* An exact sum (agent/exact.cuh): its grid (gs_grid_for_exact), but at least n /
@@ -324,6 +338,49 @@ static gs_status be_segmented_reduce(gs_backend_instance *inst, const gs_backend
     return launch(s, (exact ? gs_kernel_table_exact : gs_kernel_table_segmented)[k].name, grid, a->stream, params);
 }
 
+static gs_status be_query_scan(const gs_backend_instance *inst, gs_dtype dtype, gs_op op, gs_dtype out)
+{
+    (void)inst;
+    return lookup(scan_kernel_index, dtype, op, out) >= 0 ? GS_SUCCESS : GS_ERROR_UNSUPPORTED;
+}
+
+/* A scan (agent/scan.cuh): its blocks stay resident and take tiles from the ticket, so the
+ * grid is what fits (max_blocks, from the occupancy), at most one block per tile, and at
+ * most half the tiles of the ring, so that a block seldom waits for a slot
+ * (agent/scan_lookback.cuh, step 1); or what GRIDSYNC_TEST_SCAN_GRID forces. Any grid
+ * gives the same bits. The tickets (tiles + grid) count in 32 bits. */
+static gs_status be_scan(gs_backend_instance *inst, const gs_backend_scan_args *a)
+{
+    const int k = lookup(scan_kernel_index, a->dtype, a->op, a->out_dtype);
+    const gs_kernel_slot *s;
+    gs_status st = kernel_for(inst, GS_FAM_SCAN, k, a->op, a->dtype, a->out_dtype, &s);
+    if (st != GS_SUCCESS)
+        return st;
+    if (a->workspace_bytes < GS_WORKSPACE_BYTES) {
+        gs_host->set_error("%s backend: workspace of %llu bytes, %u needed", GS_BACKEND_NAME,
+                           (unsigned long long)a->workspace_bytes, (unsigned)GS_WORKSPACE_BYTES);
+        return GS_ERROR_INTERNAL;
+    }
+    const uint64_t out_bytes = gs_dtype_size(a->out_dtype);
+    const uint64_t tile = (uint64_t)GS_SCAN_THREADS * GS_SCAN_ITEMS(out_bytes);
+    const uint64_t tiles = a->n / tile + (a->n % tile != 0);
+    const uint64_t ring = (uint64_t)GS_SCAN_SLOTS(GS_SCAN_VALUE_BYTES(out_bytes)) * GS_SCAN_GROUP;
+    uint64_t grid = inst->scan_grid ? inst->scan_grid : s->max_blocks < ring / 2 ? s->max_blocks : ring / 2;
+    if (grid > tiles)
+        grid = tiles;
+    if (tiles + grid > UINT32_MAX) {
+        gs_host->set_error("%s backend: a scan into %s takes at most %llu elements, not %llu", GS_BACKEND_NAME,
+                           gs_dtype_name(a->out_dtype), (unsigned long long)((UINT32_MAX - grid) * tile),
+                           (unsigned long long)a->n);
+        return GS_ERROR_INVALID_ARGUMENT;
+    }
+    CUdeviceptr in = a->in, out = a->out, ws = a->workspace;
+    uint64_t n = a->n;
+    unsigned int flags = a->flags & GS_BACKEND_SCAN_EXCLUSIVE;
+    void *params[] = {&in, &n, &out, &ws, &flags};
+    return launch_block(s, gs_kernel_table_scan[k].name, (unsigned int)grid, GS_SCAN_THREADS, a->stream, params);
+}
+
 static const gs_backend_ops ops = {
     .struct_size = sizeof(gs_backend_ops),
     .abi_version = GS_BACKEND_ABI_VERSION,
@@ -335,6 +392,8 @@ static const gs_backend_ops ops = {
     .reduce = be_reduce,
     .segmented_reduce = be_segmented_reduce,
     .query_reduce_flags = be_query_reduce_flags,
+    .query_scan = be_query_scan,
+    .scan = be_scan,
 };
 
 GS_EXPORT gs_status gridsync_backend_entry_v1(uint32_t core_abi_version, const gs_backend_host *h,

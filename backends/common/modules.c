@@ -1,5 +1,5 @@
 /*
- * A backend's kernel tables, its five embedded fatbins, and the loading of their modules
+ * A backend's kernel tables, its seven embedded fatbins, and the loading of their modules
  * and kernels at first use (modules.h says why and how it is thread-safe).
  */
 #define _GNU_SOURCE
@@ -19,11 +19,15 @@ extern const unsigned char gs_fatbin_reduce_float[];
 extern const unsigned char gs_fatbin_reduce_int[];
 extern const unsigned char gs_fatbin_segmented[];
 extern const unsigned char gs_fatbin_exact[];
+extern const unsigned char gs_fatbin_scan_float[];
+extern const unsigned char gs_fatbin_scan_int[];
 
-static const unsigned char *const fatbins[GS_MOD_COUNT] = {gs_fatbin_reduce, gs_fatbin_reduce_float,
-                                                           gs_fatbin_reduce_int, gs_fatbin_segmented, gs_fatbin_exact};
-static const char *const module_names[GS_MOD_COUNT] = {"gs_reduce (float32)", "gs_reduce (other float types)",
-                                                       "gs_reduce (integer types)", "segmented", "exact-sum"};
+static const unsigned char *const fatbins[GS_MOD_COUNT] = {
+    gs_fatbin_reduce, gs_fatbin_reduce_float, gs_fatbin_reduce_int, gs_fatbin_segmented,
+    gs_fatbin_exact,  gs_fatbin_scan_float,   gs_fatbin_scan_int};
+static const char *const module_names[GS_MOD_COUNT] = {
+    "gs_reduce (float32)", "gs_reduce (other float types)", "gs_reduce (integer types)", "segmented",
+    "exact-sum",           "gs_scan (float types)",         "gs_scan (integer types)"};
 
 const gs_backend_host *gs_host;
 
@@ -39,8 +43,12 @@ const kernel_entry gs_kernel_table_segmented[GS_NSEG_KERNELS] = {GS_SEG_KERNELS(
 #define GS_SEGEXACT_KERNEL_ENTRY(dt) {GS_DT_##dt, GS_OP_SUM, GS_DT_##dt, "gs_segexact_" #dt, 1, GS_MOD_EXACT},
 const kernel_entry gs_kernel_table_exact[GS_NEXACT_KERNELS] = {
     GS_EXACT_KERNELS(GS_EXACT_KERNEL_ENTRY) GS_SEGEXACT_KERNELS(GS_SEGEXACT_KERNEL_ENTRY)};
+/* gs_scan's kernels run on the resident blocks: "queued", as the tiles come from a ticket. */
+#define GS_SCAN_KERNEL_ENTRY(dt, op, o) \
+    {GS_DT_##dt, GS_OPV_##op, GS_DT_##o, "gs_scan_" #dt "_" #op "_" #o, 1, GS_MOD_OF(GS_SCAN_MODULE_##dt)},
+const kernel_entry gs_kernel_table_scan[GS_NSCAN_KERNELS] = {GS_SCAN_KERNELS(GS_SCAN_KERNEL_ENTRY)};
 static const kernel_entry *const tables[GS_FAM_COUNT] = {gs_kernel_table_reduce, gs_kernel_table_segmented,
-                                                         gs_kernel_table_exact};
+                                                         gs_kernel_table_exact, gs_kernel_table_scan};
 
 double gs_now_ms(void)
 {
@@ -83,7 +91,7 @@ static gs_status set_up(const gs_backend_instance *inst, CUmodule m, const kerne
     CUresult rc = gs_host->cuModuleGetFunction(&f, m, e->name);
     int per_sm = 0;
     if (rc == CUDA_SUCCESS)
-        rc = gs_host->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, GS_BACKEND_BLOCK, 0);
+        rc = gs_host->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, gs_block_of(e), 0);
     if (rc != CUDA_SUCCESS) {
         char what[160];
         snprintf(what, sizeof what, "setting up kernel %s (cuModuleGetFunction, occupancy)", e->name);

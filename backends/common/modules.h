@@ -16,6 +16,8 @@
 
 #include "gridsync_backend.h"
 #include "dispatch/kernel_list.h"
+#include "scan_order.h"
+#include "tuning.h"
 #include "workspace.h"
 
 #define GS_COUNT_KERNEL(dt, op, o) +1
@@ -25,7 +27,8 @@ enum {
     GS_NSEG_KERNELS = 0 GS_SEG_KERNELS(GS_COUNT_KERNEL),
     /* exact family: gs_exact_<dtype>, then gs_segexact_<dtype> from GS_NEXACT_PLAIN on */
     GS_NEXACT_PLAIN = 0 GS_EXACT_KERNELS(GS_COUNT_EXACT),
-    GS_NEXACT_KERNELS = GS_NEXACT_PLAIN GS_SEGEXACT_KERNELS(GS_COUNT_EXACT)
+    GS_NEXACT_KERNELS = GS_NEXACT_PLAIN GS_SEGEXACT_KERNELS(GS_COUNT_EXACT),
+    GS_NSCAN_KERNELS = 0 GS_SCAN_KERNELS(GS_COUNT_KERNEL)
 };
 
 #define GS_DT_i32 GS_INT32
@@ -48,7 +51,7 @@ enum {
 #define GS_OPV_or GS_OP_BIT_OR
 #define GS_OPV_xor GS_OP_BIT_XOR
 
-typedef enum gs_family { GS_FAM_REDUCE, GS_FAM_SEGMENTED, GS_FAM_EXACT, GS_FAM_COUNT } gs_family;
+typedef enum gs_family { GS_FAM_REDUCE, GS_FAM_SEGMENTED, GS_FAM_EXACT, GS_FAM_SCAN, GS_FAM_COUNT } gs_family;
 
 /* One module per family, gs_reduce's split by input type (GS_REDUCE_MODULE_<dtype>). */
 typedef enum gs_module_id {
@@ -57,6 +60,8 @@ typedef enum gs_module_id {
     GS_MOD_INTEGERS,
     GS_MOD_SEGMENTED,
     GS_MOD_EXACT,
+    GS_MOD_SCAN_FLOAT, /* gs_scan over float32, float64, float16, bfloat16 */
+    GS_MOD_SCAN_INT,
     GS_MOD_COUNT
 } gs_module_id;
 
@@ -69,10 +74,17 @@ typedef struct kernel_entry {
     gs_module_id module;
 } kernel_entry;
 
+/* The threads per block kernel e is launched with: gs_scan's are part of its order. */
+static inline int gs_block_of(const kernel_entry *e)
+{
+    return e->module == GS_MOD_SCAN_FLOAT || e->module == GS_MOD_SCAN_INT ? (int)GS_SCAN_THREADS : GS_BACKEND_BLOCK;
+}
+
 /* dispatch/kernel_list.h's kernels, in its order. */
 extern const kernel_entry gs_kernel_table_reduce[GS_NKERNELS];
 extern const kernel_entry gs_kernel_table_segmented[GS_NSEG_KERNELS];
 extern const kernel_entry gs_kernel_table_exact[GS_NEXACT_KERNELS];
+extern const kernel_entry gs_kernel_table_scan[GS_NSCAN_KERNELS];
 
 /* A looked-up kernel and its grid caps (dispatch/grid.h): max_blocks for inputs up to
  * l2_bytes, max_blocks_dram beyond; for queued kernels max_blocks is what is resident. */
@@ -86,14 +98,16 @@ typedef struct gs_kernel_slot {
 struct gs_backend_instance {
     gs_backend_device dev;
     uint64_t l2_bytes;
-    /* test hook: GRIDSYNC_TEST_EXACT_GRID's grid, or 0 */
+    /* test hooks: GRIDSYNC_TEST_EXACT_GRID's and GRIDSYNC_TEST_SCAN_GRID's grids, or 0 */
     unsigned int exact_grid;
+    unsigned int scan_grid;
     /* guards module[] and filling the slots */
     pthread_mutex_t lock;
     CUmodule module[GS_MOD_COUNT]; /* NULL until loaded */
     gs_kernel_slot reduce[GS_NKERNELS];
     gs_kernel_slot segmented[GS_NSEG_KERNELS];
     gs_kernel_slot exact[GS_NEXACT_KERNELS];
+    gs_kernel_slot scan[GS_NSCAN_KERNELS];
 };
 
 /* The core's driver table and logging. */
@@ -113,7 +127,10 @@ gs_status gs_kernel_slow(gs_backend_instance *inst, gs_family family, int k, con
 
 static inline gs_kernel_slot *gs_kernel_slot_of(gs_backend_instance *inst, gs_family family, int k)
 {
-    return family == GS_FAM_REDUCE ? &inst->reduce[k] : family == GS_FAM_SEGMENTED ? &inst->segmented[k] : &inst->exact[k];
+    return family == GS_FAM_REDUCE      ? &inst->reduce[k]
+           : family == GS_FAM_SEGMENTED ? &inst->segmented[k]
+           : family == GS_FAM_EXACT     ? &inst->exact[k]
+                                        : &inst->scan[k];
 }
 
 static inline gs_status gs_kernel(gs_backend_instance *inst, gs_family family, int k, const gs_kernel_slot **out)

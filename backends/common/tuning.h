@@ -45,6 +45,13 @@
 /* exact sums: 128 registers unbounded (2 blocks/SM), 4 blocks spilled; H100, sm_90 */
 #define GS_EXACT_MIN_BLOCKS 3
 
+/* gs_scan, 4-byte carried values: 8 blocks (32 registers) hide more of each tile's
+ * look-back; float16 and int32 SUM at 2^28 1.2x faster, float32 the same; H200, scratch A/B
+ * on the same buffers, bench/results/nvidia-h200/scan */
+#define GS_SCAN_MIN_BLOCKS_NARROW 8
+/* 8-byte values: float64 spills at 8 blocks and is 4 % slower; the same runs */
+#define GS_SCAN_MIN_BLOCKS_WIDE 0
+
 /* ---- the exact sums' grid (dispatch/grid.h: gs_grid_for_exact) ----------------------- */
 /* one block up to two trips of the loop per thread; H100, forced grids, HISTORY 0.3 */
 #define GS_EXACT_ONE_BLOCK_VECTORS (2 * GS_BACKEND_ITEMS * GS_BACKEND_BLOCK)

@@ -45,6 +45,18 @@ struct PolicySm20 {
     {
         return shfl_words<false>(v, off);
     }
+    /* block/scan.cuh's Kogge-Stone: from lane - d, word by word (lanes below d get their own). */
+    template <typename V> static __device__ __forceinline__ V shfl_up(V v, int d)
+    {
+        static_assert(sizeof(V) % 4 == 0, "shuffled values are whole 32-bit words");
+        unsigned int w[sizeof(V) / 4];
+        memcpy(w, &v, sizeof v);
+#pragma unroll
+        for (int k = 0; k < (int)(sizeof(V) / 4); k++)
+            w[k] = __shfl_up_sync(0xffffffffu, w[k], d);
+        memcpy(&v, w, sizeof v);
+        return v;
+    }
     /* Member by member: no shuffle for the padding after a 4-byte value. */
     template <typename V> static __device__ __forceinline__ gs::ArgAcc<V> shfl_down(gs::ArgAcc<V> a, int off)
     {

@@ -39,6 +39,31 @@
 /* gs_segreduce_<dtype>_<op>_<out>: default outputs (ARGMIN/ARGMAX: index in the segment). */
 #define GS_SEG_KERNELS(X) GS_KERNELS_DEFAULT(X)
 
+/* gs_scan_<dtype>_<op>_<out> (agent/scan.cuh): SUM, PROD, MIN, MAX for every type, the bitwise
+ * ops for integers, and gs_reduce_ex's wider outputs. */
+#define GS_SCAN_ARITH(X, t) X(t, sum, t) X(t, prod, t) X(t, min, t) X(t, max, t)
+#define GS_SCAN_INT(X, t) GS_SCAN_ARITH(X, t) X(t, and, t) X(t, or, t) X(t, xor, t)
+#define GS_SCAN_KERNELS(X)                                                                     \
+    GS_SCAN_INT(X, i8) GS_SCAN_INT(X, u8) GS_SCAN_INT(X, i32) GS_SCAN_INT(X, u32)              \
+    GS_SCAN_INT(X, i64) GS_SCAN_INT(X, u64)                                                    \
+    X(i8, sum, i64) X(i8, prod, i64) X(u8, sum, u64) X(u8, prod, u64)                          \
+    X(i32, sum, i64) X(i32, prod, i64) X(u32, sum, u64) X(u32, prod, u64)                      \
+    GS_SCAN_ARITH(X, f32) GS_SCAN_ARITH(X, f64) GS_SCAN_ARITH(X, f16) GS_SCAN_ARITH(X, bf16)   \
+    X(f32, sum, f64) X(f32, prod, f64)                                                         \
+    X(f16, sum, f32) X(f16, prod, f32) X(f16, min, f32) X(f16, max, f32)                       \
+    X(bf16, sum, f32) X(bf16, prod, f32) X(bf16, min, f32) X(bf16, max, f32)
+/* gs_scan's two modules, by input type */
+#define GS_SCAN_MODULE_i8 SCAN_INT
+#define GS_SCAN_MODULE_u8 SCAN_INT
+#define GS_SCAN_MODULE_i32 SCAN_INT
+#define GS_SCAN_MODULE_u32 SCAN_INT
+#define GS_SCAN_MODULE_i64 SCAN_INT
+#define GS_SCAN_MODULE_u64 SCAN_INT
+#define GS_SCAN_MODULE_f32 SCAN_FLOAT
+#define GS_SCAN_MODULE_f64 SCAN_FLOAT
+#define GS_SCAN_MODULE_f16 SCAN_FLOAT
+#define GS_SCAN_MODULE_bf16 SCAN_FLOAT
+
 /* gs_exact_<dtype> (agent/exact.cuh), the output type an argument; GS_EXACT_OUTPUTS: the
  * (input, output) pairs. gs_segexact_<dtype> (agent/seg_exact.cuh): each segment's sum rounded
  * to dtype, built with the exact sums. */

@@ -4,13 +4,15 @@
  * Exactly one module macro is defined; each module is a fatbin of its own (backends/meson.build,
  * loaded by modules.c): GS_BUILD_REDUCE (gs_reduce over float32, loaded when the backend is
  * opened), GS_BUILD_REDUCE_FLOAT and GS_BUILD_REDUCE_INT (the other float and the integer
- * types), GS_BUILD_SEGMENTED and GS_BUILD_EXACT, each loaded at its first call. */
+ * types), GS_BUILD_SEGMENTED, GS_BUILD_EXACT, GS_BUILD_SCAN_FLOAT and GS_BUILD_SCAN_INT (gs_scan
+ * by input type), each loaded at its first call. */
 #pragma once
 
 #if defined(GS_BUILD_REDUCE) + defined(GS_BUILD_REDUCE_FLOAT) + defined(GS_BUILD_REDUCE_INT) +                     \
-        defined(GS_BUILD_SEGMENTED) + defined(GS_BUILD_EXACT) !=                                                   \
+        defined(GS_BUILD_SEGMENTED) + defined(GS_BUILD_EXACT) + defined(GS_BUILD_SCAN_FLOAT) +                     \
+        defined(GS_BUILD_SCAN_INT) !=                                                                              \
     1
-#  error "define one of GS_BUILD_REDUCE, GS_BUILD_REDUCE_FLOAT, GS_BUILD_REDUCE_INT, GS_BUILD_SEGMENTED, GS_BUILD_EXACT"
+#  error "define one of GS_BUILD_REDUCE, _REDUCE_FLOAT, _REDUCE_INT, _SEGMENTED, _EXACT, _SCAN_FLOAT, _SCAN_INT"
 #endif
 #include "agent/reduce.cuh"
 #include "dispatch/kernel_list.h"
@@ -21,6 +23,9 @@
 #endif
 #ifdef GS_BUILD_SEGMENTED
 #  include "agent/segmented.cuh"
+#endif
+#if defined(GS_BUILD_SCAN_FLOAT) || defined(GS_BUILD_SCAN_INT)
+#  include "agent/scan.cuh"
 #endif
 
 #define GS_TYPE_i8 int8_t
@@ -165,4 +170,40 @@ GS_EXACT_KERNELS(GS_DEFINE_EXACT_KERNEL)
     }
 
 GS_SEGEXACT_KERNELS(GS_DEFINE_SEGEXACT_KERNEL)
+#endif
+
+#if defined(GS_BUILD_SCAN_FLOAT) || defined(GS_BUILD_SCAN_INT)
+/* gs_scan's kernels (agent/scan.cuh) of this module; kernel_list.h's GS_SCAN_MODULE_<dtype>
+ * says which. Blocks of GS_SCAN_THREADS, part of the scan's order; flags as the backend
+ * args' (GS_BACKEND_SCAN_EXCLUSIVE). */
+/* The scan kernels' minimum resident blocks, at most what fits: by the carried value's size. */
+template <typename Op> struct GsScanMinBlocks {
+    static const int kFit = GS_ARCH_SM_THREADS / (int)GS_SCAN_THREADS;
+    static const int kWant = sizeof(typename Op::Acc) == 4 ? GS_SCAN_MIN_BLOCKS_NARROW : GS_SCAN_MIN_BLOCKS_WIDE;
+    static const int value = kWant < kFit ? kWant : kFit;
+};
+#  define GS_DEFINE_SCAN_KERNEL(dt, op, o)                                                             \
+    extern "C" __global__ void __launch_bounds__(GS_SCAN_THREADS,                                      \
+                                                 GsScanMinBlocks<GS_OP_##op<GS_TYPE_##dt, GS_TYPE_##o> >::value) \
+        gs_scan_##dt##_##op##_##o(const GS_TYPE_##dt *in, uint64_t n, GS_TYPE_##o *out,                 \
+                                  unsigned char *workspace, unsigned int flags)                        \
+    {                                                                                                  \
+        typedef GS_OP_##op<GS_TYPE_##dt, GS_TYPE_##o> Op;                                              \
+        static_assert(sizeof(typename Op::Acc) == GS_SCAN_VALUE_BYTES(sizeof(GS_TYPE_##o)),            \
+                      "the host sizes the ring by GS_SCAN_VALUE_BYTES");                               \
+        gs::scan_kernel<GS_POLICY, Op>(in, n, (typename Op::OutT *)out, workspace, flags);             \
+    }
+#  define GS_SCAN_IN_SCAN_FLOAT(dt, op, o)
+#  define GS_SCAN_IN_SCAN_INT(dt, op, o)
+#  if defined(GS_BUILD_SCAN_FLOAT)
+#    undef GS_SCAN_IN_SCAN_FLOAT
+#    define GS_SCAN_IN_SCAN_FLOAT(dt, op, o) GS_DEFINE_SCAN_KERNEL(dt, op, o)
+#  else
+#    undef GS_SCAN_IN_SCAN_INT
+#    define GS_SCAN_IN_SCAN_INT(dt, op, o) GS_DEFINE_SCAN_KERNEL(dt, op, o)
+#  endif
+#  define GS_SCAN_PICK2(module, dt, op, o) GS_SCAN_IN_##module(dt, op, o)
+#  define GS_SCAN_PICK1(module, dt, op, o) GS_SCAN_PICK2(module, dt, op, o)
+#  define GS_SCAN_PICK(dt, op, o) GS_SCAN_PICK1(GS_SCAN_MODULE_##dt, dt, op, o)
+GS_SCAN_KERNELS(GS_SCAN_PICK)
 #endif
