@@ -1,11 +1,13 @@
-"""gridsync: single-launch grid-wide reductions of CUDA arrays (PyTorch, CuPy, Numba, JAX,
-anything with __dlpack__ or __cuda_array_interface__), over the C library libgridsync.so.1.
+"""gridsync: single-launch grid-wide reductions and scans of CUDA arrays (PyTorch, CuPy,
+Numba, JAX, anything with __dlpack__ or __cuda_array_interface__), over the C library
+libgridsync.so.1.
 
     import torch, gridsync
     x = torch.randn(1 << 20, device="cuda")
     s = gridsync.reduce(x)                 # a 0-d torch tensor, on torch's current stream
     i = gridsync.reduce(x, "argmax")       # int64 index into x flattened
     w = gridsync.reduce(x.half(), out_dtype="float32")
+    c = gridsync.cumsum(x)                 # running sums, a 1-d torch tensor (gridsync >= 0.4)
 
 Pure Python (ctypes); the library is found as the system finds libgridsync.so.1, or named by
 the environment variable GRIDSYNC_LIBRARY. See python/README.md and docs/semantics.md.
@@ -16,6 +18,7 @@ import ctypes as _ctypes
 from . import _lib
 from ._buffer import DeviceBuffer
 from ._core import reduce, segmented_reduce
+from ._scan import cummax, cummin, cumprod, cumsum, scan
 from ._lib import GridsyncError, LibraryNotFoundError, NotSupportedError, Status
 from ._types import DType, Op
 
@@ -23,9 +26,10 @@ from ._types import DType, Op
 __version__ = "0.3.0"
 
 __all__ = [
-    "reduce", "segmented_reduce", "DType", "Op", "Status", "DeviceBuffer", "GridsyncError",
+    "reduce", "segmented_reduce", "scan", "cumsum", "cumprod", "cummin", "cummax", "DType", "Op", "Status",
+    "DeviceBuffer", "GridsyncError",
     "NotSupportedError", "LibraryNotFoundError", "library_version", "library_path", "driver_version",
-    "device_count", "context_info", "exact_sums_available",
+    "device_count", "context_info", "exact_sums_available", "scans_available",
 ]
 
 
@@ -86,3 +90,11 @@ def exact_sums_available():
     except NotSupportedError:
         return False
     return True
+
+
+def scans_available():
+    """Whether the loaded library has gs_scan (GRIDSYNC_1.3), which scan(), cumsum() and the
+    other spellings need (needs no GPU; a backend older than the library may still refuse a
+    scan with GS_ERROR_UNSUPPORTED)."""
+    from ._scan import SYMBOL
+    return getattr(_lib.load(), SYMBOL, None) is not None

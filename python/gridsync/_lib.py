@@ -107,7 +107,14 @@ class ReduceOptions(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("out_dtype", ctypes.c_int32), ("flags", ctypes.c_uint32)]
 
 
+class ScanOptions(ctypes.Structure):
+    """gs_scan_options (GRIDSYNC_1.3): the layout of gs_reduce_options, a struct of its own."""
+
+    _fields_ = [("struct_size", ctypes.c_uint32), ("out_dtype", ctypes.c_int32), ("flags", ctypes.c_uint32)]
+
+
 GS_OUT_DEFAULT = -1
+GS_SCAN_EXCLUSIVE = 1
 GS_SEGMENTED_CHECK_OFFSETS = 1
 GS_SEGMENTED_EXACT = 2
 GS_REDUCE_EXACT = 1
@@ -138,13 +145,16 @@ def _declare(lib):
         # gs_segmented_reduce(ctx, in, n, dtype, op, offsets, num_segments, out, stream, flags)
         "gs_segmented_reduce": (c.c_int, [ctx_p, vp, c.c_uint64, c.c_int, c.c_int, vp, c.c_uint64, vp, vp,
                                           c.c_uint32]),
+        # gs_scan(ctx, in, n, dtype, op, out, stream, opts): GRIDSYNC_1.3
+        "gs_scan": (c.c_int, [ctx_p, vp, c.c_uint64, c.c_int, c.c_int, vp, vp, vp]),
     }
     for name, (restype, argtypes) in sig.items():
         try:
             f = getattr(lib, name)
         except AttributeError:
-            # gs_segmented_reduce is GRIDSYNC_1.1: an older library lacks it; calls that need
-            # it say so (NotSupportedError) instead of failing to load the whole library.
+            # gs_segmented_reduce is GRIDSYNC_1.1, gs_scan GRIDSYNC_1.3: an older library lacks
+            # them; calls that need one say so (NotSupportedError) instead of failing to load
+            # the whole library.
             continue
         f.restype = restype
         f.argtypes = argtypes
