@@ -1,7 +1,7 @@
 /*
  * The gridsync command's shared declarations (cli.c, output.c, input.c, timing.c,
- * backends.c) and its commands (info.c, reduce.c, segmented.c, selftest.c), dispatched
- * from main.c.
+ * backends.c) and its commands (info.c, reduce.c, segmented.c, scan.c, selftest.c),
+ * dispatched from main.c.
  */
 #ifndef GS_TOOL_CLI_H
 #define GS_TOOL_CLI_H
@@ -155,10 +155,11 @@ void print_bytes(const char *label, double bytes);
 int print_backends(void);
 
 /* ---- the commands ---- */
-extern const char k_usage_info[], k_usage_reduce[], k_usage_segmented[], k_usage_selftest[];
+extern const char k_usage_info[], k_usage_reduce[], k_usage_segmented[], k_usage_scan[], k_usage_selftest[];
 int cmd_info(int argc, char **argv);
 int cmd_reduce(int argc, char **argv);
 int cmd_segmented(int argc, char **argv);
+int cmd_scan(int argc, char **argv);
 int cmd_selftest(int argc, char **argv);
 
 #endif

@@ -1,7 +1,8 @@
 /*
  * gridsync — the command-line tool: what gridsync runs on (info), one reduction checked and
- * timed (reduce), one segmented reduction checked and timed (segmented), and every
- * dtype x op checked on several sizes (selftest).
+ * timed (reduce), one segmented reduction checked and timed (segmented), one scan checked
+ * bit for bit against the host model of its order and timed (scan), and every dtype x op
+ * checked on several sizes (selftest).
  *
  * It acts as an application would: libgridsync for the reductions, device memory, copies,
  * streams and events through the dlopen-based CUDA shim (tools/cudashim.h), so it builds
@@ -21,7 +22,7 @@
  * 2 usage error, 3 no CUDA driver, 4 no CUDA device (or no such device).
  *
  * This file dispatches; each command is a file of its own (info.c, reduce.c, segmented.c,
- * selftest.c), and what they share is in cli.h.
+ * scan.c, selftest.c), and what they share is in cli.h.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -37,6 +38,7 @@ static const char k_usage[] =
     "  info       library and driver versions, devices, and the backend chosen for each\n"
     "  reduce     one gs_reduce on fresh random data: checked against a host reference, timed\n"
     "  segmented  one gs_segmented_reduce over a segment layout: every segment checked, timed\n"
+    "  scan       one gs_scan on fresh random data: every result checked bit for bit, timed\n"
     "  selftest   every dtype x op on several sizes, checked against a host reference\n"
     "\n"
     "'gridsync COMMAND --help' describes a command's options; each takes --json for one JSON\n"
@@ -53,6 +55,7 @@ static const struct command {
     {"info", cmd_info, k_usage_info},
     {"reduce", cmd_reduce, k_usage_reduce},
     {"segmented", cmd_segmented, k_usage_segmented},
+    {"scan", cmd_scan, k_usage_scan},
     {"selftest", cmd_selftest, k_usage_selftest},
 };
 #define NCOMMANDS (sizeof k_commands / sizeof k_commands[0])
@@ -102,5 +105,5 @@ int main(int argc, char **argv)
     }
     if (cmd[0] == '-')
         usage_error("unknown option '%s'", cmd);
-    usage_error("unknown command '%s' (info, reduce, segmented, selftest)", cmd);
+    usage_error("unknown command '%s' (info, reduce, segmented, scan, selftest)", cmd);
 }

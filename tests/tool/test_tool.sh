@@ -1,6 +1,6 @@
 #!/bin/sh
 # The `gridsync` command without a GPU: usage errors exit 2 with a pointer to --help,
-# --help and --version exit 0; without a CUDA driver info/reduce/segmented/selftest
+# --help and --version exit 0; without a CUDA driver info/reduce/segmented/scan/selftest
 # exit 3 with one clear line naming the reason (info also prints the library version,
 # the backend directories and files, each directory once however many names it has, and a
 # hint), GRIDSYNC_DEBUG=1 adds no line of the tool's that repeats the library's trace, and
@@ -62,6 +62,17 @@ expect 2 "unknown --data 'narrow'" reduce --data narrow
 expect 0 '^usage: gridsync segmented' segmented --help
 expect 0 '^usage: gridsync segmented' help segmented
 expect 0 '^usage: gridsync selftest' selftest --help
+expect 0 '^usage: gridsync scan .*--out-dtype' scan --help
+expect 0 '^  --exclusive ' scan --help
+expect 0 '^usage: gridsync scan' help scan
+expect 0 '^  scan ' --help
+expect 2 "argmax has no scan" scan --op argmax
+expect 2 "argmin has no scan" scan --op argmin --exclusive
+expect 2 "unknown dtype 'f17'" scan --out-dtype f17
+expect 2 "unknown option '--inclusive'" scan --inclusive
+expect 2 "--data nan is for float MIN and MAX" scan --data nan --op sum
+expect 2 "--data int is for float SUM" scan --dtype i32 --data int
+expect 2 "count" scan --count 1Q
 
 # The layouts (no device needed to print them): S+1 offsets from 0 to n, never
 # decreasing; giant holds a segment of n/2; --offsets reads a printed layout back.
@@ -92,18 +103,19 @@ if command -v bash >/dev/null; then
         _filedir() { :; }; complete() { :; }
         . "$1"
         for line in "gridsync seg" "gridsync segmented --lay" "gridsync segmented --layout p" \
-                    "gridsync reduce --out-dtype bf" "gridsync info --j"; do
+                    "gridsync reduce --out-dtype bf" "gridsync info --j" "gridsync sc" "gridsync scan --exc" \
+                    "gridsync scan --op arg" "gridsync reduce --op arg"; do
             read -ra ARGS <<<"$line"; [ "${line% }" != "$line" ] && ARGS+=("")
             COMPREPLY=(); _gridsync; echo "${COMPREPLY[*]}"
         done' _ "$completion")
-    want=$(printf 'segmented\n--layout\npower-law\nbf16\n--json')
+    want=$(printf 'segmented\n--layout\npower-law\nbf16\n--json\nscan\n--exclusive\n\nargmin argmax')
     [ "$got" = "$want" ] || fail "bash completion offered: $(echo "$got" | tr '\n' '|'), want: $(echo "$want" | tr '\n' '|')"
 fi
 
 if ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
     echo "a CUDA driver is installed here: the no-driver checks are skipped"
 else
-    for cmd in info reduce segmented selftest; do
+    for cmd in info reduce segmented scan selftest; do
         expect 3 '^gridsync: no CUDA driver: .*libcuda\.so\.1' "$cmd"
         errs=$("$tool" "$cmd" 2>&1 >/dev/null | wc -l)
         [ "$errs" = 1 ] || fail "gridsync $cmd without a driver printed $errs lines on stderr, want 1"
@@ -113,8 +125,13 @@ else
         [ "$repeats" = 0 ] || fail "gridsync $cmd with GRIDSYNC_DEBUG=1 repeats the library's reason $repeats times"
         json_check "o['command'] == '$cmd' and o['exit_status'] == 3 and 'libcuda.so.1' in o['error']" "$cmd" --json
     done
-    out=$("$tool" reduce 2>/dev/null)
-    [ -z "$out" ] || fail "gridsync reduce without a driver printed on stdout: $out"
+    for cmd in reduce scan; do
+        out=$("$tool" "$cmd" 2>/dev/null)
+        [ -z "$out" ] || fail "gridsync $cmd without a driver printed on stdout: $out"
+    done
+    json_check "o['command'] == 'scan' and o['exclusive'] is True and o['dtype'] == 'i8' and o['op'] == 'max' and o['out_dtype'] == 'i8' and o['count'] == 1000 and o['seed'] == 5 and o['exit_status'] == 3" \
+        scan --json --exclusive --dtype int8 --op max --count 1000 --seed 5
+    json_check "o['out_dtype'] == 'i64' and o['exclusive'] is False" scan --json --dtype i32 --out-dtype int64
     # info says what it can without a driver: versions, where backends are looked for,
     # each file found (a real one, and a file that is not a backend) and a hint.
     mkdir "$tmp/backends"
