@@ -28,7 +28,7 @@ extern "C" {
 #endif
 
 #define GS_VERSION_MAJOR 0
-#define GS_VERSION_MINOR 3
+#define GS_VERSION_MINOR 4
 #define GS_VERSION_PATCH 0
 /* Encoded as (major << 16) | (minor << 8) | patch, as gs_version() returns it. */
 #define GS_VERSION_ENCODE(maj, min, pat) (((uint32_t)(maj) << 16) | ((uint32_t)(min) << 8) | (uint32_t)(pat))
