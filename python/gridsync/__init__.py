@@ -23,7 +23,7 @@ from ._lib import GridsyncError, LibraryNotFoundError, NotSupportedError, Status
 from ._types import DType, Op
 
 # The version of this package; it is released with the library of the same version (meson.build).
-__version__ = "0.3.0"
+__version__ = "0.4.0"
 
 __all__ = [
     "reduce", "segmented_reduce", "scan", "cumsum", "cumprod", "cummin", "cummax", "DType", "Op", "Status",
