@@ -36,6 +36,7 @@ template <typename Op> struct ScanShape {
     static const int kTile = kThreads * kItems;
     static const int kInBytes = kItems * (int)sizeof(In), kOutBytes = kItems * (int)sizeof(Out);
     static const int kStageBytes = kTile * (int)(sizeof(In) > sizeof(Out) ? sizeof(In) : sizeof(Out));
+    static const int kVecsIn = kTile * (int)sizeof(In) / 16; /* a whole tile's 16-byte loads */
     static_assert(kInBytes % 8 == 0 && kOutBytes % 8 == 0 && kStageBytes % 16 == 0, "vector-sized thread shares");
     /* a thread's input in chunks of one vector access each */
     static const int kInChunk = kInBytes % 16 == 0 ? 16 : 8, kInPer = kInChunk / (int)sizeof(In);
@@ -134,9 +135,17 @@ __device__ __forceinline__ void scan_kernel(const typename Op::In *in, uint64_t 
         const int len = n - base < (uint64_t)kTile ? (int)(n - base) : kTile;
         /* the tile into shared memory, coalesced */
         if (len == kTile && vec_in) {
+            /* every load in flight before the first store to shared memory */
             const uint4 *src = (const uint4 *)(in + base);
-            for (int v = t; v < kTile * (int)sizeof(In) / 16; v += kThreads)
-                sm.stage[v] = Policy::load16(src + v);
+            uint4 r[S::kVecsIn / kThreads + (S::kVecsIn % kThreads != 0)];
+#pragma unroll
+            for (int k = 0; k < (int)(sizeof r / sizeof r[0]); k++)
+                if (S::kVecsIn % kThreads == 0 || k * kThreads + t < S::kVecsIn)
+                    r[k] = Policy::load16(src + k * kThreads + t);
+#pragma unroll
+            for (int k = 0; k < (int)(sizeof r / sizeof r[0]); k++)
+                if (S::kVecsIn % kThreads == 0 || k * kThreads + t < S::kVecsIn)
+                    sm.stage[k * kThreads + t] = r[k];
         } else {
             In *stage_in = (In *)sm.stage;
             for (int e = t; e < len; e += kThreads)
@@ -209,8 +218,9 @@ __device__ __forceinline__ void scan_kernel(const typename Op::In *in, uint64_t 
         __syncthreads();
         if (len == kTile && vec_out) {
             uint4 *dst = (uint4 *)(out + base);
-            for (int v = t; v < kTile * (int)sizeof(Out) / 16; v += kThreads)
-                dst[v] = sm.stage[v];
+#pragma unroll
+            for (int k = 0; k < S::kOutBytes / 16; k++)
+                dst[k * kThreads + t] = sm.stage[k * kThreads + t];
         } else {
             const Out *stage_out = (const Out *)sm.stage;
             for (int e = t; e < len; e += kThreads)
