@@ -225,7 +225,7 @@ static void test_special(gs_context *ctx, cushim_ptr din, cushim_ptr dout)
     const gs_dtype types[] = {GS_FLOAT32, GS_FLOAT64, GS_FLOAT16, GS_BFLOAT16};
     const uint64_t tile = 4096, span = tile * GS_SCAN_GROUP, n = span + 2 * tile + 5;
     const uint64_t p1 = tile + 17, p2 = span + tile + 3; /* the second tile; the second group */
-    enum { VARIANTS = 3, MAXJOBS = 4 * 2 * 2 * VARIANTS };
+    enum { VARIANTS = 4, MAXJOBS = 4 * 2 * 2 * VARIANTS };
     scan_job jobs[MAXJOBS];
     void *h[4][VARIANTS];
     unsigned char *got = scan_xmalloc((n + 1 + GUARD) * 8);
@@ -238,15 +238,24 @@ static void test_special(gs_context *ctx, cushim_ptr din, cushim_ptr dout)
                 scan_fill(p, n, t, (gs_op)op, &g_rng);
                 /* v 0: SUM +inf then -inf (NaN from p2), PROD 0 then inf, MIN/MAX NaN at p1
                  * and the winning infinity at p2; v 1: a NaN at p2 alone; v 2: SUM all -0.0,
-                 * PROD all -1 (signs alternate), MIN/MAX all +inf with a -inf at p2 */
+                 * PROD all -1 (signs alternate), MIN/MAX all +inf with a -inf at p2; v 3: MIN/MAX
+                 * zeros of both signs among numbers beyond them, so the extreme is a tie of
+                 * zeros whose sign only the order decides (every GPU must keep the left one) */
                 const double a = op == GS_OP_SUM ? INFINITY : op == GS_OP_PROD ? 0.0 : NAN;
                 const double b = op == GS_OP_SUM ? -INFINITY : op == GS_OP_PROD ? INFINITY : op == GS_OP_MIN ? -INFINITY : INFINITY;
                 if (v == 2)
                     for (uint64_t i = 0; i < n; i++)
                         hostref_store(t, p, i, op == GS_OP_SUM ? -0.0 : op == GS_OP_PROD ? -1.0 : INFINITY);
+                if (v == 3 && op >= GS_OP_MIN)
+                    for (uint64_t i = 0; i < n; i++)
+                        hostref_store(t, p, i, (i * 2654435761u >> 7) % 3 == 0   ? -0.0
+                                               : (i * 2654435761u >> 7) % 3 == 1 ? 0.0
+                                               : op == GS_OP_MIN                 ? 1.0 + (double)(i % 5)
+                                                                                 : -1.0 - (double)(i % 5));
                 if (v == 0)
                     hostref_store(t, p, p1, a);
-                hostref_store(t, p, p2, v == 0 ? b : v == 1 ? NAN : op >= GS_OP_MIN ? -INFINITY : op == GS_OP_SUM ? -0.0 : -1.0);
+                if (v != 3)
+                    hostref_store(t, p, p2, v == 0 ? b : v == 1 ? NAN : op >= GS_OP_MIN ? -INFINITY : op == GS_OP_SUM ? -0.0 : -1.0);
                 for (size_t oi = 0; oi < SCAN_NTYPES; oi++)
                     for (int ex = 0; ex < 2 && scan_documented(t, (gs_op)op, k_scan_types[oi]); ex++, nj++)
                         jobs[nj] = (scan_job){{t, (gs_op)op, k_scan_types[oi], ex}, p, n, scan_xmalloc(n * 8), 0};

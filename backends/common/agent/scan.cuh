@@ -77,15 +77,31 @@ __device__ __forceinline__ typename Op::OutT scan_step(Maybe<Op> &run, typename 
     return exclusive ? before : Op::result(run.v);
 }
 
+/* The scan's op: Op, except that MIN and MAX keep the left operand unless the right one is
+ * a NaN or strictly better, as hostref/scan.c does, on every architecture. The min/max
+ * instructions that thread/ops.cuh uses for float32 on compute capability 8.0+ order -0.0
+ * below +0.0, so a tie of zeros would give other bits there than on older GPUs (gs_reduce
+ * leaves that zero's sign unspecified; a scan promises its bits). */
+template <typename Op> struct ScanOp : Op {};
+template <typename T, typename Out> struct ScanOp<OpMin<T, Out> > : OpMin<T, Out> {
+    typedef typename OpMin<T, Out>::Acc Acc;
+    static __device__ __forceinline__ Acc combine(Acc a, Acc b) { return is_nan(a) ? a : (is_nan(b) || b < a) ? b : a; }
+};
+template <typename T, typename Out> struct ScanOp<OpMax<T, Out> > : OpMax<T, Out> {
+    typedef typename OpMax<T, Out>::Acc Acc;
+    static __device__ __forceinline__ Acc combine(Acc a, Acc b) { return is_nan(a) ? a : (is_nan(b) || a < b) ? b : a; }
+};
+
 /*
  * flags: GS_BACKEND_SCAN_EXCLUSIVE (bit 0). The host launches GS_SCAN_THREADS threads per
  * block and makes the ntiles + gridDim.x tickets fit 32 bits: each block stops at its first
  * ticket past the tiles.
  */
-template <typename Policy, typename Op>
-__device__ __forceinline__ void scan_kernel(const typename Op::In *in, uint64_t n, typename Op::OutT *out,
+template <typename Policy, typename KernelOp>
+__device__ __forceinline__ void scan_kernel(const typename KernelOp::In *in, uint64_t n, typename KernelOp::OutT *out,
                                             unsigned char *workspace, unsigned int flags)
 {
+    typedef ScanOp<KernelOp> Op;
     typedef ScanShape<Op> S;
     typedef typename S::In In;
     typedef typename S::Out Out;
