@@ -48,6 +48,7 @@ template <typename Op> struct ScanShape {
         ScanScratch<kThreads, V> scan;
         LookbackScratch<V> lookback;
         uint32_t tile;
+        unsigned int last; /* not in `tile`: a thread may still be reading that */
     };
 };
 
@@ -134,10 +135,10 @@ __device__ __forceinline__ void scan_kernel(const typename KernelOp::In *in, uin
             if (!alone) {
                 if (t == 0) {
                     __threadfence();
-                    sm.tile = gs_ticket_acq_rel(exits) == gridDim.x - 1;
+                    sm.last = gs_ticket_acq_rel(exits) == gridDim.x - 1;
                 }
                 __syncthreads();
-                if (sm.tile) {
+                if (sm.last) {
                     ring.reset((ntiles + GS_SCAN_GROUP - 1) / GS_SCAN_GROUP);
                     if (t == 0) {
                         *ticket = 0;
@@ -186,7 +187,7 @@ __device__ __forceinline__ void scan_kernel(const typename KernelOp::In *in, uin
         /* 2-4: I_t for every thread; P_t = I_{t-1}; AGG_j = I_{kThreads-1} */
         BlockScan<Policy, Op>::template scan<kThreads>(a, sm.scan);
         const V agg = sm.scan.incl[kThreads - 1];
-        const Maybe<Op> prev{t ? sm.scan.incl[t > 0 ? t - 1 : 0] : V(), t > 0};
+        const Maybe<Op> prev{sm.scan.incl[t > 0 ? t - 1 : 0], t > 0};
         /* 5: C_j */
         Maybe<Op> carry;
         if (alone) {
