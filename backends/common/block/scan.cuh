@@ -43,25 +43,34 @@ __device__ __forceinline__ void scan_warp_totals_shared(ScanScratch<kThreads, ty
     }
 }
 
+/* Both algorithms' end, from each thread's warp-inclusive v: the warp totals (lane 31's v)
+ * scanned, then I_t = WP_w op v_t into s.incl, published by the last barrier. */
+template <typename Op, int kThreads>
+__device__ __forceinline__ void scan_block_end(typename Op::Acc v, ScanScratch<kThreads, typename Op::Acc> &s)
+{
+    const int t = threadIdx.x, w = t >> 5;
+    if ((t & 31) == 31)
+        s.warp[w] = v;
+    __syncthreads();
+    scan_warp_totals_shared<Op, kThreads>(s);
+    s.incl[t] = w ? Op::combine(s.warp[w - 1], v) : v;
+    __syncthreads();
+}
+
 template <typename Policy, typename Op, bool kShuffles = Policy::kWarpShuffles> struct BlockScan;
 
 template <typename Policy, typename Op> struct BlockScan<Policy, Op, true> {
     typedef typename Op::Acc V;
     template <int kThreads> static __device__ __forceinline__ void scan(V v, ScanScratch<kThreads, V> &s)
     {
-        const int t = threadIdx.x, lane = t & 31, w = t >> 5;
+        const int lane = threadIdx.x & 31;
 #pragma unroll
         for (int d = 1; d < 32; d *= 2) {
             const V o = Policy::shfl_up(v, d);
             if (lane >= d)
                 v = Op::combine(o, v);
         }
-        if (lane == 31)
-            s.warp[w] = v;
-        __syncthreads();
-        scan_warp_totals_shared<Op, kThreads>(s);
-        s.incl[t] = w ? Op::combine(s.warp[w - 1], v) : v;
-        __syncthreads();
+        scan_block_end<Op, kThreads>(v, s);
     }
 };
 
@@ -69,7 +78,7 @@ template <typename Policy, typename Op> struct BlockScan<Policy, Op, false> {
     typedef typename Op::Acc V;
     template <int kThreads> static __device__ __forceinline__ void scan(V v, ScanScratch<kThreads, V> &s)
     {
-        const int t = threadIdx.x, lane = t & 31, w = t >> 5;
+        const int t = threadIdx.x, lane = t & 31;
         s.incl[t] = v;
 #pragma unroll
         for (int d = 1; d < 32; d *= 2) {
@@ -80,12 +89,7 @@ template <typename Policy, typename Op> struct BlockScan<Policy, Op, false> {
                 v = Op::combine(o, v);
             s.incl[t] = v;
         }
-        if (lane == 31)
-            s.warp[w] = v;
-        __syncthreads();
-        scan_warp_totals_shared<Op, kThreads>(s);
-        s.incl[t] = w ? Op::combine(s.warp[w - 1], v) : v;
-        __syncthreads();
+        scan_block_end<Op, kThreads>(v, s);
     }
 };
 
