@@ -98,6 +98,7 @@ static int scan_args(void)
     }
     CHECK_INT(count_lines(log, "current=0"), 0);
     free(log);
+    APP(app.stream_destroy(s)); /* the application's own stream: not gridsync's to free */
     return 0;
 }
 
