@@ -8,6 +8,8 @@ libgridsync.so.1.
     i = gridsync.reduce(x, "argmax")       # int64 index into x flattened
     w = gridsync.reduce(x.half(), out_dtype="float32")
     c = gridsync.cumsum(x)                 # running sums, a 1-d torch tensor (gridsync >= 0.4)
+    a = gridsync.exact_accumulator(x)      # 76 int64: add them across GPUs (all_reduce), then
+    t = gridsync.exact_round(a, x.dtype)   # the correctly rounded total, on the device
 
 Pure Python (ctypes); the library is found as the system finds libgridsync.so.1, or named by
 the environment variable GRIDSYNC_LIBRARY. See python/README.md and docs/semantics.md.
@@ -18,6 +20,7 @@ import ctypes as _ctypes
 from . import _lib
 from ._buffer import DeviceBuffer
 from ._core import reduce, segmented_reduce
+from ._exact import exact_accumulator, exact_round
 from ._scan import cummax, cummin, cumprod, cumsum, scan
 from ._lib import GridsyncError, LibraryNotFoundError, NotSupportedError, Status
 from ._types import DType, Op
@@ -26,7 +29,8 @@ from ._types import DType, Op
 __version__ = "0.4.0"
 
 __all__ = [
-    "reduce", "segmented_reduce", "scan", "cumsum", "cumprod", "cummin", "cummax", "DType", "Op", "Status",
+    "reduce", "segmented_reduce", "scan", "cumsum", "cumprod", "cummin", "cummax", "exact_accumulator",
+    "exact_round", "DType", "Op", "Status",
     "DeviceBuffer", "GridsyncError",
     "NotSupportedError", "LibraryNotFoundError", "library_version", "library_path", "driver_version",
     "device_count", "context_info", "exact_sums_available", "scans_available",

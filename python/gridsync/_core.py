@@ -79,8 +79,9 @@ def stream_handle(stream):
 # ---- inputs -------------------------------------------------------------------------------
 
 class _In:
-    # stream: where the kernel goes; cur: the framework's current stream (torch, cupy).
-    __slots__ = ("ptr", "n", "dtype", "device", "stream", "cur", "framework", "release")
+    # stream: where the kernel goes; cur: the framework's current stream (torch, cupy);
+    # shape: the array's (a tuple), for the calls that keep some of it (exact_round).
+    __slots__ = ("ptr", "n", "dtype", "device", "stream", "cur", "framework", "release", "shape")
 
 
 def _contiguous(shape, strides, itemsize):
@@ -170,6 +171,7 @@ def _from_torch(x, stream, torch):
     i.device = dev = x.get_device()
     i.ptr = x.data_ptr()
     i.n = x.numel()
+    i.shape = tuple(x.shape)
     i.dtype = dtype
     i.framework = "torch"
     return _on_stream(i, stream, _torch_raw_stream(dev))
@@ -208,6 +210,7 @@ def _from_cupy(x, stream, cupy):
     i.device = dev = x.device.id
     i.ptr = x.data.ptr
     i.n = x.size
+    i.shape = tuple(x.shape)
     i.dtype = dtype
     i.framework = "cupy"
     return _on_stream(i, stream, _cupy_current(cupy, dev))
@@ -241,7 +244,7 @@ def _from_dlpack(x, stream, what):
         c.release()
         raise
     i = _In()
-    i.ptr, i.n, i.dtype, i.framework, i.cur = c.ptr, n, dtype, None, None
+    i.ptr, i.n, i.dtype, i.framework, i.cur, i.shape = c.ptr, n, dtype, None, None, tuple(c.shape)
     i.device = dev_id if dev_type != _dlpack.KDL_CUDA_HOST else 0
     i.stream = s
     i.release = c.release
@@ -281,7 +284,7 @@ def _from_cai(x, stream, what):
     if ptr == 0 and n > 0:
         raise ValueError("gridsync: __cuda_array_interface__ data pointer is NULL for %d elements" % n)
     i = _In()
-    i.ptr, i.n, i.dtype, i.framework, i.release, i.cur = ptr, n, dtype, None, None, None
+    i.ptr, i.n, i.dtype, i.framework, i.release, i.cur, i.shape = ptr, n, dtype, None, None, None, shape
     # Which device: the driver knows it from the pointer (this needs the driver, so without
     # one the call ends here with gridsync's GS_ERROR_NO_DRIVER).
     i.device = _cuda.pointer_device(ptr) if n > 0 else _current_device()

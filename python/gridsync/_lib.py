@@ -118,6 +118,10 @@ GS_SCAN_EXCLUSIVE = 1
 GS_SEGMENTED_CHECK_OFFSETS = 1
 GS_SEGMENTED_EXACT = 2
 GS_REDUCE_EXACT = 1
+GS_REDUCE_EXACT_ACCUMULATOR = 2
+# gs_exact_acc: GS_EXACT_ACC_WORDS int64 words (68 limbs, count, nan, pos_inf, neg_inf,
+# sign_clear, 3 reserved), 608 bytes, 8-byte aligned.
+GS_EXACT_ACC_WORDS = 76
 # A function of the GRIDSYNC_1.2 node, which also brought gs_reduce_options.flags.
 EXACT_SYMBOL = "gs_exact_round"
 
@@ -147,13 +151,18 @@ def _declare(lib):
                                           c.c_uint32]),
         # gs_scan(ctx, in, n, dtype, op, out, stream, opts): GRIDSYNC_1.3
         "gs_scan": (c.c_int, [ctx_p, vp, c.c_uint64, c.c_int, c.c_int, vp, vp, vp]),
+        # gs_exact_round(acc, out_dtype, result), gs_exact_combine(acc, other): GRIDSYNC_1.2, host only
+        "gs_exact_round": (c.c_int, [vp, c.c_int, vp]),
+        "gs_exact_combine": (c.c_int, [vp, vp]),
+        # gs_exact_round_device(ctx, acc, count, out_dtype, out, stream): GRIDSYNC_1.3
+        "gs_exact_round_device": (c.c_int, [ctx_p, vp, c.c_uint64, c.c_int, vp, vp]),
     }
     for name, (restype, argtypes) in sig.items():
         try:
             f = getattr(lib, name)
         except AttributeError:
-            # gs_segmented_reduce is GRIDSYNC_1.1, gs_scan GRIDSYNC_1.3: an older library lacks
-            # them; calls that need one say so (NotSupportedError) instead of failing to load
+            # gs_segmented_reduce is GRIDSYNC_1.1, gs_exact_* 1.2, gs_scan and
+            # gs_exact_round_device GRIDSYNC_1.3: an older library lacks them; calls that need one say so (NotSupportedError) instead of failing to load
             # the whole library.
             continue
         f.restype = restype
