@@ -64,6 +64,10 @@ extern "C" {
  * aligned and device-accessible for n elements each, dtype/op/out_dtype accepted by
  * query_scan, in == out (same type) or no overlap at all, workspace as in the reduce args.
  *
+ * gs_backend_exact_round_args: count exact accumulators to round (ABI 1.3). Validated by the
+ * core: count >= 1, acc 8-byte aligned and out aligned to out_dtype (a float type), both
+ * device-accessible for count of them and not overlapping; no workspace.
+ *
  * gs_backend_ops: what a backend implements: struct_size, abi_version and name, then its
  * functions.
  *

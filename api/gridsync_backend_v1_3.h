@@ -1,13 +1,16 @@
 /*
  * gridsync backend plugin ABI 1.3, frozen once released: as gridsync 0.4.0 releases it
  * (GS_BACKEND_ABI_VERSION 0x00010003, entry point gridsync_backend_entry_v1). 1.3 is 1.2
- * (gridsync_backend_v1_2.h) with scans (gs_scan, docs/semantics.md "Scans"): an optional
- * query_scan and scan appended to the ops, and the struct scan takes. Every 1.3 struct is
- * written out whole below; their layouts never change (docs/ABI-policy.md).
+ * (gridsync_backend_v1_2.h) with scans (gs_scan, docs/semantics.md "Scans") and the device
+ * rounding of exact accumulators (gs_exact_round_device, §12): optional query_scan, scan and
+ * exact_round appended to the ops, and the structs scan and exact_round take. Every 1.3
+ * struct is written out whole below; their layouts never change once released
+ * (docs/ABI-policy.md).
  *
  * 1.3 is the current minor, so its structs are the current ones and are written here under
  * the current names (struct tags and typedefs: gs_backend_host, gs_backend_device,
- * gs_backend_reduce_args, gs_backend_segmented_args, gs_backend_scan_args, gs_backend_ops).
+ * gs_backend_reduce_args, gs_backend_segmented_args, gs_backend_scan_args,
+ * gs_backend_exact_round_args, gs_backend_ops).
  * Backends were compiled against those names, and the backend ABI baseline
  * (abi/gridsync-backend-v1.abi) records them, down to the types the ops' functions take.
  * The gs_backend_*_v1_3 names at the end are the same types. When 1.4 is released, this
@@ -15,8 +18,9 @@
  * header takes the current ones.
  *
  * The core sends a scan only to a backend whose lifted ops have both query_scan and scan,
- * so a 1.2 backend never sees one: the core answers gs_scan with GS_ERROR_UNSUPPORTED. A
- * backend reads the core's minor from its entry point (>= 3: the core may call scan). Like
+ * so a 1.2 backend never sees one: the core answers gs_scan with GS_ERROR_UNSUPPORTED, and
+ * gs_exact_round_device likewise when exact_round is absent. A backend reads the core's
+ * minor from its entry point (>= 3: the core may call scan and exact_round). Like
  * the others, this header needs cuda.h (CUDA 12.0 or newer).
  */
 #ifndef GRIDSYNC_BACKEND_V1_3_H
@@ -36,7 +40,8 @@ extern "C" {
 #define GS_BACKEND_REDUCE_ARGS_V1_3_SIZE GS_BACKEND_REDUCE_ARGS_V1_2_SIZE
 #define GS_BACKEND_SEGMENTED_ARGS_V1_3_SIZE GS_BACKEND_SEGMENTED_ARGS_V1_2_SIZE
 #define GS_BACKEND_SCAN_ARGS_V1_3_SIZE 72
-#define GS_BACKEND_OPS_V1_3_SIZE 88
+#define GS_BACKEND_EXACT_ROUND_ARGS_V1_3_SIZE 40
+#define GS_BACKEND_OPS_V1_3_SIZE 96
 
 #define GS_LOG_DEBUG_V1_3 GS_LOG_DEBUG_V1_2
 #define GS_LOG_ERROR_V1_3 GS_LOG_ERROR_V1_2
@@ -50,6 +55,7 @@ typedef struct gs_backend_device gs_backend_device;
 typedef struct gs_backend_reduce_args gs_backend_reduce_args;
 typedef struct gs_backend_segmented_args gs_backend_segmented_args;
 typedef struct gs_backend_scan_args gs_backend_scan_args;
+typedef struct gs_backend_exact_round_args gs_backend_exact_round_args;
 typedef struct gs_backend_ops gs_backend_ops;
 
 /* What the core gives a backend (1.0's, unchanged): driver entry points resolved once by
@@ -153,7 +159,23 @@ struct gs_backend_scan_args {
     uint32_t flags;
 };
 
-/* The ops a backend returns: 1.2's, then query_scan and scan. */
+/* New in 1.3: rounding exact accumulators on the device (gs_exact_round_device). Validated
+ * by the core: count >= 1; acc 8-byte aligned and device-accessible for count gs_exact_acc
+ * (GS_EXACT_ACC_WORDS int64 each); out_dtype GS_FLOAT16, GS_BFLOAT16, GS_FLOAT32 or
+ * GS_FLOAT64; out aligned to its size and device-accessible for count results, not
+ * overlapping acc; stream of the instance's context (unless capturing). out[i] gets
+ * the bits gs_exact_round gives for acc[i] (internal/exact_format.h). No workspace: each
+ * result depends on its own accumulator only. */
+struct gs_backend_exact_round_args {
+    uint32_t struct_size;
+    gs_dtype out_dtype;
+    CUdeviceptr acc;
+    uint64_t count;
+    CUdeviceptr out;
+    CUstream stream;
+};
+
+/* The ops a backend returns: 1.2's, then query_scan, scan and exact_round. */
 struct gs_backend_ops {
     uint32_t struct_size; /* sizeof(the ops) as the backend was built */
     uint32_t abi_version; /* GS_BACKEND_ABI_VERSION the backend was built with */
@@ -190,6 +212,10 @@ struct gs_backend_ops {
     /* Optional, with query_scan (one without the other is absent). Queues the scan, one
      * launch, on args->stream; never synchronizes the host. */
     gs_status (*scan)(gs_backend_instance *instance, const gs_backend_scan_args *args);
+    /* Optional. Rounds count device accumulators (one launch) on args->stream; never
+     * synchronizes the host. Absent (NULL, or not covered by struct_size): the core answers
+     * gs_exact_round_device with GS_ERROR_UNSUPPORTED. */
+    gs_status (*exact_round)(gs_backend_instance *instance, const gs_backend_exact_round_args *args);
 };
 
 typedef gs_status (*gs_backend_entry_v1_3_fn)(uint32_t core_abi_version, const gs_backend_host *host,
@@ -201,6 +227,7 @@ typedef gs_backend_device gs_backend_device_v1_3;
 typedef gs_backend_reduce_args gs_backend_reduce_args_v1_3;
 typedef gs_backend_segmented_args gs_backend_segmented_args_v1_3;
 typedef gs_backend_scan_args gs_backend_scan_args_v1_3;
+typedef gs_backend_exact_round_args gs_backend_exact_round_args_v1_3;
 typedef gs_backend_ops gs_backend_ops_v1_3;
 
 #ifdef __cplusplus

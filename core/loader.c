@@ -98,7 +98,7 @@ static loaded_entry *g_loaded;
 GS_SAME_PLACE(gs_backend_ops_v1_0, reduce);
 GS_SAME_PLACE(gs_backend_ops_v1_1, segmented_reduce);
 GS_SAME_PLACE(gs_backend_ops_v1_2, query_reduce_flags);
-GS_SAME_PLACE(gs_backend_ops_v1_3, scan);
+GS_SAME_PLACE(gs_backend_ops_v1_3, exact_round);
 _Static_assert(sizeof(gs_backend_ops) == sizeof(gs_backend_ops_v1_3),
                "a new backend ABI minor: add its frozen ops to lift_ops");
 #undef GS_SAME_PLACE

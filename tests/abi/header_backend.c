@@ -38,6 +38,7 @@ CURRENT_IS(gs_backend_device, gs_backend_device_v1_3);
 CURRENT_IS(gs_backend_reduce_args, gs_backend_reduce_args_v1_3);
 CURRENT_IS(gs_backend_segmented_args, gs_backend_segmented_args_v1_3);
 CURRENT_IS(gs_backend_scan_args, gs_backend_scan_args_v1_3);
+CURRENT_IS(gs_backend_exact_round_args, gs_backend_exact_round_args_v1_3);
 CURRENT_IS(gs_backend_ops, gs_backend_ops_v1_3);
 CURRENT_IS(gs_backend_entry_v1_fn, gs_backend_entry_v1_3_fn);
 _Static_assert(GS_BACKEND_ABI_VERSION == GS_BACKEND_ABI_VERSION_V1_3, "the current minor is not the newest frozen one");

@@ -60,12 +60,15 @@
 #define BACKEND_SEGMENTED_ARGS_1_2(X, T) BACKEND_SEGMENTED_ARGS_1_1(X, T) X(T, flags, 80)
 #define BACKEND_OPS_1_2(X, T) BACKEND_OPS_1_1(X, T) X(T, query_reduce_flags, 64)
 
-/* Backend ABI 1.3 (gridsync 0.4.0): query_scan and scan appended to the ops, and the scan's
- * args. */
-#define BACKEND_OPS_1_3(X, T) BACKEND_OPS_1_2(X, T) X(T, query_scan, 72) X(T, scan, 80)
+/* Backend ABI 1.3 (gridsync 0.4.0): query_scan, scan and exact_round appended to the ops,
+ * the scan's args and the accumulators' rounding args. */
+#define BACKEND_OPS_1_3(X, T) BACKEND_OPS_1_2(X, T) X(T, query_scan, 72) X(T, scan, 80) X(T, exact_round, 88)
 #define BACKEND_SCAN_ARGS_1_3(X, T)                                                  \
     X(T, struct_size, 0) X(T, dtype, 4) X(T, op, 8) X(T, out_dtype, 12) X(T, in, 16) \
     X(T, n, 24) X(T, out, 32) X(T, stream, 40) X(T, workspace, 48)                   \
     X(T, workspace_bytes, 56) X(T, flags, 64)
+#define BACKEND_EXACT_ROUND_ARGS_1_3(X, T)                                            \
+    X(T, struct_size, 0) X(T, out_dtype, 4) X(T, acc, 8) X(T, count, 16) X(T, out, 24) \
+    X(T, stream, 32)
 
 #endif

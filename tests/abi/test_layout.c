@@ -50,6 +50,7 @@ int main(void)
     CHECK_LAYOUT(gs_backend_reduce_args, BACKEND_REDUCE_ARGS_1_2, GS_BACKEND_REDUCE_ARGS_V1_3_SIZE);
     CHECK_LAYOUT(gs_backend_segmented_args, BACKEND_SEGMENTED_ARGS_1_2, GS_BACKEND_SEGMENTED_ARGS_V1_3_SIZE);
     CHECK_LAYOUT(gs_backend_scan_args, BACKEND_SCAN_ARGS_1_3, GS_BACKEND_SCAN_ARGS_V1_3_SIZE);
+    CHECK_LAYOUT(gs_backend_exact_round_args, BACKEND_EXACT_ROUND_ARGS_1_3, GS_BACKEND_EXACT_ROUND_ARGS_V1_3_SIZE);
     CHECK_LAYOUT(gs_backend_ops, BACKEND_OPS_1_3, GS_BACKEND_OPS_V1_3_SIZE);
 
     /* The frozen headers, one per released minor. */
@@ -72,6 +73,8 @@ int main(void)
     CHECK_FROZEN(gs_backend_reduce_args_v1_3, BACKEND_REDUCE_ARGS_1_2, GS_BACKEND_REDUCE_ARGS_V1_3_SIZE);
     CHECK_FROZEN(gs_backend_segmented_args_v1_3, BACKEND_SEGMENTED_ARGS_1_2, GS_BACKEND_SEGMENTED_ARGS_V1_3_SIZE);
     CHECK_FROZEN(gs_backend_scan_args_v1_3, BACKEND_SCAN_ARGS_1_3, GS_BACKEND_SCAN_ARGS_V1_3_SIZE);
+    CHECK_FROZEN(gs_backend_exact_round_args_v1_3, BACKEND_EXACT_ROUND_ARGS_1_3,
+                 GS_BACKEND_EXACT_ROUND_ARGS_V1_3_SIZE);
     CHECK_FROZEN(gs_backend_ops_v1_3, BACKEND_OPS_1_3, GS_BACKEND_OPS_V1_3_SIZE);
 
     /* The ABI version a 1.0 backend was built with must still be what this header says

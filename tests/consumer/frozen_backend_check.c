@@ -94,6 +94,8 @@ BACKEND_SEGMENTED_ARGS_1_2(SAME, gs_backend_segmented_args)
 #if FROZEN_MINOR >= 3
 COVERS(gs_backend_scan_args, FROZEN_U(GS_BACKEND_SCAN_ARGS_, _SIZE))
 BACKEND_SCAN_ARGS_1_3(SAME, gs_backend_scan_args)
+COVERS(gs_backend_exact_round_args, FROZEN_U(GS_BACKEND_EXACT_ROUND_ARGS_, _SIZE))
+BACKEND_EXACT_ROUND_ARGS_1_3(SAME, gs_backend_exact_round_args)
 #endif
 
 _Static_assert(GS_BACKEND_ABI_MAJOR == 1, "a new backend ABI major: give it its own frozen header");
