@@ -414,6 +414,28 @@ typedef struct gs_scan_options {
 GS_API gs_status gs_scan(gs_context *ctx, const void *in, uint64_t n, gs_dtype dtype, gs_op op, void *out,
                          gs_stream stream, const gs_scan_options *opts);
 
+/*
+ * gs_exact_round on the device: rounds the count accumulators acc[0 .. count) to the count
+ * results out[0 .. count) of out_dtype (GS_FLOAT16, GS_BFLOAT16, GS_FLOAT32 or GS_FLOAT64),
+ * in ONE kernel launch queued on `stream`: no host synchronisation and no workspace, so it
+ * can be captured into a CUDA graph, and it can follow on the same stream whatever wrote the
+ * accumulators (gs_reduce_ex with GS_REDUCE_EXACT_ACCUMULATOR, an NCCL all-reduce of their
+ * GS_EXACT_ACC_WORDS int64 words). out[i] has the bits gs_exact_round gives for acc[i] (the
+ * same code: any int64 limbs, counts read as "> 0 or not"). ctx NULL: the default context.
+ *
+ * acc (8-byte aligned) and out (aligned to its result's size) are memory the device can
+ * access. count == 0 queues nothing and succeeds once out_dtype is checked (acc and out may
+ * be NULL then; the context is not looked at).
+ * GS_ERROR_INVALID_ARGUMENT: acc or out NULL, misaligned, overlapping each other, or past
+ * the end of their allocation; out_dtype not a float type; count so large that a range's
+ * bytes overflow.
+ * GS_ERROR_INVALID_POINTER: memory the device cannot access. GS_ERROR_INVALID_CONTEXT:
+ * stream belongs to another CUDA context (checked when the stream is not capturing).
+ * GS_ERROR_UNSUPPORTED: a backend older than gridsync 0.4 (no exact_round), naming it.
+ */
+GS_API gs_status gs_exact_round_device(gs_context *ctx, const gs_exact_acc *acc, uint64_t count, gs_dtype out_dtype,
+                                       void *out, gs_stream stream);
+
 #ifdef __cplusplus
 }
 #endif

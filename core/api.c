@@ -268,6 +268,48 @@ GS_API gs_status gs_scan(gs_context *ctx, const void *in, uint64_t n, gs_dtype d
     return launch(ctx, drv, &plan);
 }
 
+/* ---- exact accumulators rounded on the device (GRIDSYNC_1.3) -------------------------- */
+
+GS_API gs_status gs_exact_round_device(gs_context *ctx, const gs_exact_acc *acc, uint64_t count, gs_dtype out_dtype,
+                                       void *out, gs_stream stream)
+{
+    static const char fn[] = "gs_exact_round_device";
+    gs_clear_error();
+    gs_status st = gs_check_exact_round(acc, count, out_dtype, out);
+    if (st != GS_SUCCESS || count == 0)
+        return st; /* count == 0: nothing to write, so no launch and no context (gridsync.h) */
+    const gs_driver *d;
+    if ((st = gs_context_resolve(&ctx, &d)) != GS_SUCCESS)
+        return st;
+    const gs_backend_ops *ops = ctx->backend->ops;
+    if (!ops->exact_round) /* NULL for a 1.0-1.2 backend (loader.c: lift_ops) */
+        return gs_fail(GS_ERROR_UNSUPPORTED, "%s: backend %s (%s, backend ABI %u.%u) has no device rounding of "
+                       "exact accumulators", fn, ops->name, ctx->backend->path,
+                       GS_BACKEND_ABI_VERSION_MAJOR(ops->abi_version), ops->abi_version & 0xffffu);
+    /* gs_check_exact_round bounded both byte counts. */
+    if ((st = gs_check_pointer(d, fn, "acc", acc, count * sizeof(gs_exact_acc), NULL, NULL)) != GS_SUCCESS ||
+        (st = gs_check_pointer(d, fn, "out", out, count * gs_dtype_size(out_dtype), NULL, NULL)) != GS_SUCCESS)
+        return st;
+    int pushed;
+    if ((st = gs_context_push(ctx, &pushed)) != GS_SUCCESS)
+        return st;
+    /* No workspace, so the stream is checked here as gs_queue_reset checks it: a stream of
+     * another CUDA context would run the kernel there; not asked of a capturing stream. */
+    const CUstream s = (CUstream)stream;
+    CUstreamCaptureStatus cap;
+    st = gs_check_capture(ctx, s, fn, &cap);
+    if (st == GS_SUCCESS && cap == CU_STREAM_CAPTURE_STATUS_NONE)
+        st = gs_check_stream_owner(ctx, s, fn);
+    if (st == GS_SUCCESS) {
+        const gs_backend_exact_round_args a = {
+            .struct_size = sizeof a, .out_dtype = out_dtype, .acc = (CUdeviceptr)(uintptr_t)acc,
+            .count = count, .out = (CUdeviceptr)(uintptr_t)out, .stream = s};
+        st = ops->exact_round(ctx->instance, &a);
+    }
+    gs_context_pop(ctx, pushed);
+    return st;
+}
+
 /* ---- the work queue's memory (GRIDSYNC_1.1; the device side is gridsync_device.cuh) ---- */
 
 /* The device header's gs_work_queue: two 8-byte-aligned words' worth, the first a 64-bit

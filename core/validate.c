@@ -227,6 +227,41 @@ gs_status gs_check_scan(const void *in, uint64_t n, gs_dtype dtype, gs_op op, co
     return GS_SUCCESS;
 }
 
+gs_status gs_check_exact_round(const gs_exact_acc *acc, uint64_t count, gs_dtype out_dtype, const void *out)
+{
+    static const char fn[] = "gs_exact_round_device";
+    if (!gs_dtype_valid((int)out_dtype) || !gs_dtype_is_float(out_dtype))
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: out_dtype %d is not a float type (f16, bf16, f32 or f64)", fn,
+                       (int)out_dtype);
+    if (count == 0)
+        return GS_SUCCESS;
+    if (!acc || !out)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: %s is NULL but count is %llu", fn, acc ? "out" : "acc",
+                       (unsigned long long)count);
+    const uint64_t asize = sizeof(gs_exact_acc), osize = gs_dtype_size(out_dtype);
+    const uint64_t ab = (uint64_t)(uintptr_t)acc, ob = (uint64_t)(uintptr_t)out;
+    /* The kernel reads the accumulators as int64 words. */
+    if (ab % 8)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: acc = %p is not aligned to 8 bytes (gs_exact_acc is int64 words)",
+                       fn, (const void *)acc);
+    if (ob % osize)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: out = %p is not aligned to its %s results (%llu bytes)", fn, out,
+                       gs_dtype_name(out_dtype), (unsigned long long)osize);
+    /* So neither count * size overflows nor a range's end wraps. */
+    if (count > (UINT64_MAX - ab) / asize)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: count = %llu accumulators (%llu bytes each) from %p wrap around "
+                       "memory", fn, (unsigned long long)count, (unsigned long long)asize, (const void *)acc);
+    if (count > (UINT64_MAX - ob) / osize)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: count = %llu results of %s from %p wrap around memory", fn,
+                       (unsigned long long)count, gs_dtype_name(out_dtype), out);
+    /* A result written over another thread's accumulator could land before that thread
+     * read it: the kernel gives no order between threads. */
+    if (ab < ob + count * osize && ob < ab + count * asize)
+        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: acc = %p and out = %p overlap (count = %llu)", fn,
+                       (const void *)acc, out, (unsigned long long)count);
+    return GS_SUCCESS;
+}
+
 /* ---- once the context is known ------------------------------------------------------- */
 
 gs_status gs_check_supported(const gs_context *ctx, const char *fn, gs_dtype dtype, gs_op op, gs_dtype out_dtype)

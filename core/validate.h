@@ -31,6 +31,10 @@ gs_status gs_check_segmented(const void *in, uint64_t n, gs_dtype dtype, gs_op o
 gs_status gs_check_scan(const void *in, uint64_t n, gs_dtype dtype, gs_op op, const void *out,
                         const gs_scan_options *opts, gs_dtype *out_dtype, uint32_t *flags);
 
+/* gs_exact_round_device: out_dtype, then (count >= 1 only) acc and out: non-NULL, aligned,
+ * not wrapping around memory (so their byte counts do not overflow), not overlapping. */
+gs_status gs_check_exact_round(const gs_exact_acc *acc, uint64_t count, gs_dtype out_dtype, const void *out);
+
 /* ---- once the context is known ------------------------------------------------------- */
 
 /* ctx's backend offers op over dtype written as out_dtype. */

@@ -26,5 +26,6 @@ int gs_header_use(void)
            (int)gs_context_get_info(ctx, &info) + (int)gs_context_destroy(ctx) +
            (int)gs_reduce(ctx, 0, 0, GS_FLOAT32, GS_OP_SUM, 0, stream) +
            (int)gs_reduce_ex(ctx, 0, 0, GS_BFLOAT16, GS_OP_ARGMAX, 0, stream, &opts) +
-           (int)gs_scan(ctx, 0, 0, GS_INT8, GS_OP_SUM, 0, stream, &scan);
+           (int)gs_scan(ctx, 0, 0, GS_INT8, GS_OP_SUM, 0, stream, &scan) +
+           (int)gs_exact_round_device(ctx, 0, 0, GS_FLOAT32, 0, stream);
 }
