@@ -17,7 +17,8 @@
  *   FAKE_ABI_1_2           the same for ABI 1.2 (segmented_reduce its own; no scan)
  *
  * The current-ABI variants have 1.3's scan: query_scan refuses bfloat16 input (so a refusal
- * can be seen) and accepts everything else the core asks; scan() records its args.
+ * can be seen) and accepts everything else the core asks; scan() records its args, and so
+ * does 1.3's exact_round.
  *
  * FAKE_BACKEND_NAME is ops->name. Every call is appended to the file named by
  * FAKE_BACKEND_LOG as "<name>: <call> <arguments>", so a test can compare what the backend
@@ -217,6 +218,14 @@ static gs_status be_scan(gs_backend_instance *inst, const gs_backend_scan_args *
            a->workspace_bytes >= workspace_bytes() ? "enough" : "TOO_FEW", is_current(inst->dev.context));
     return GS_SUCCESS;
 }
+
+static gs_status be_exact_round(gs_backend_instance *inst, const gs_backend_exact_round_args *a)
+{
+    record("exact_round out=%d count=%llu acc=0x%llx out=0x%llx struct_size=%u stream=%p current=%d",
+           (int)a->out_dtype, (unsigned long long)a->count, (unsigned long long)a->acc, (unsigned long long)a->out,
+           (unsigned)a->struct_size, (void *)a->stream, is_current(inst->dev.context));
+    return GS_SUCCESS;
+}
 #endif
 #endif
 
@@ -233,6 +242,13 @@ static gs_status past_end_scan(gs_backend_instance *inst, const gs_backend_scan_
 {
     (void)inst;
     record("PAST_STRUCT_SIZE scan n=%llu", (unsigned long long)a->n);
+    return GS_SUCCESS;
+}
+
+static gs_status past_end_exact_round(gs_backend_instance *inst, const gs_backend_exact_round_args *a)
+{
+    (void)inst;
+    record("PAST_STRUCT_SIZE exact_round count=%llu", (unsigned long long)a->count);
     return GS_SUCCESS;
 }
 #endif
@@ -312,9 +328,11 @@ static const gs_backend_ops ops = {
 #if defined(FAKE_ABI_1_0) || defined(FAKE_ABI_1_1) || defined(FAKE_ABI_1_2)
     .query_scan = past_end_query_scan,
     .scan = past_end_scan,
+    .exact_round = past_end_exact_round,
 #elif !defined(FAKE_NO_REDUCE)
     .query_scan = be_query_scan,
     .scan = be_scan,
+    .exact_round = be_exact_round,
 #endif
 };
 

@@ -268,6 +268,13 @@ static int older_backend(const test_case *c)
                  GS_ERROR_UNSUPPORTED);
     CHECK_HAS(gs_last_error_message(), "has no scan");
     CHECK_HAS(gs_last_error_message(), version);
+    /* So is rounding accumulators on the device. */
+    CHECK_STATUS(gs_exact_round_device(ctx, (const gs_exact_acc *)(uintptr_t)in, 1, GS_FLOAT32,
+                                       (void *)(uintptr_t)out, NULL),
+                 GS_ERROR_UNSUPPORTED);
+    CHECK_HAS(gs_last_error_message(), "has no device rounding of exact accumulators");
+    CHECK_HAS(gs_last_error_message(), name);
+    CHECK_HAS(gs_last_error_message(), version);
     CHECK_INT(backend_log_lines("PAST_STRUCT_SIZE"), 0);
     char reduce_line[64];
     snprintf(reduce_line, sizeof reduce_line, "%s: reduce ", name);

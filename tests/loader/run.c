@@ -32,7 +32,7 @@
 
 static const test_case *const areas[] = {driver_cases, forced_cases, files_cases, selection_cases,
                                          real_cases,   calls_cases,  scan_cases,      workspace_cases,
-                                         queue_cases};
+                                         queue_cases,  exact_round_cases};
 
 #define FOR_EACH_CASE(c)                                                           \
     for (size_t area_ = 0; area_ < sizeof areas / sizeof areas[0]; area_++)        \
