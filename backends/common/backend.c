@@ -48,7 +48,7 @@ static int find_segexact(gs_dtype dtype, gs_op op, gs_dtype out)
 {
     if (op != GS_OP_SUM || out != dtype)
         return -1;
-    for (int k = GS_NEXACT_PLAIN; k < GS_NEXACT_KERNELS; k++)
+    for (int k = GS_NEXACT_PLAIN; k < GS_EXACT_ROUND_INDEX; k++)
         if (gs_kernel_table_exact[k].dtype == dtype)
             return k;
     return -1;
@@ -381,6 +381,24 @@ static gs_status be_scan(gs_backend_instance *inst, const gs_backend_scan_args *
     return launch_block(s, gs_kernel_table_scan[k].name, (unsigned int)grid, GS_SCAN_THREADS, a->stream, params);
 }
 
+/* Rounding exact accumulators (agent/exact_round.cuh): one per thread, so at most one block
+ * per GS_BACKEND_BLOCK of them, and no more blocks than the occupancy grid (max_blocks);
+ * the grid-stride loop takes the rest. The core checked count >= 1, the pointers, out_dtype. */
+static gs_status be_exact_round(gs_backend_instance *inst, const gs_backend_exact_round_args *a)
+{
+    const gs_kernel_slot *s;
+    gs_status st = gs_kernel(inst, GS_FAM_EXACT, GS_EXACT_ROUND_INDEX, &s);
+    if (st != GS_SUCCESS)
+        return st;
+    const uint64_t blocks = (a->count + GS_BACKEND_BLOCK - 1) / GS_BACKEND_BLOCK;
+    const unsigned int grid = blocks < s->max_blocks ? (unsigned int)blocks : s->max_blocks;
+    CUdeviceptr acc = a->acc, out = a->out;
+    uint64_t count = a->count;
+    int out_dtype = (int)a->out_dtype;
+    void *params[] = {&acc, &count, &out, &out_dtype};
+    return launch(s, gs_kernel_table_exact[GS_EXACT_ROUND_INDEX].name, grid, a->stream, params);
+}
+
 static const gs_backend_ops ops = {
     .struct_size = sizeof(gs_backend_ops),
     .abi_version = GS_BACKEND_ABI_VERSION,
@@ -394,6 +412,7 @@ static const gs_backend_ops ops = {
     .query_reduce_flags = be_query_reduce_flags,
     .query_scan = be_query_scan,
     .scan = be_scan,
+    .exact_round = be_exact_round,
 };
 
 GS_EXPORT gs_status gridsync_backend_entry_v1(uint32_t core_abi_version, const gs_backend_host *h,

@@ -41,8 +41,12 @@ const kernel_entry gs_kernel_table_reduce[GS_NKERNELS] = {GS_KERNELS(GS_KERNEL_E
 const kernel_entry gs_kernel_table_segmented[GS_NSEG_KERNELS] = {GS_SEG_KERNELS(GS_SEG_KERNEL_ENTRY)};
 #define GS_EXACT_KERNEL_ENTRY(dt) {GS_DT_##dt, GS_OP_SUM, GS_DT_##dt, "gs_exact_" #dt, 0, GS_MOD_EXACT},
 #define GS_SEGEXACT_KERNEL_ENTRY(dt) {GS_DT_##dt, GS_OP_SUM, GS_DT_##dt, "gs_segexact_" #dt, 1, GS_MOD_EXACT},
+#define GS_NAME_OF2(name) #name
+#define GS_NAME_OF(name) GS_NAME_OF2(name)
+/* The rounding kernel reads accumulators (int64 words) into any float type, an argument. */
 const kernel_entry gs_kernel_table_exact[GS_NEXACT_KERNELS] = {
-    GS_EXACT_KERNELS(GS_EXACT_KERNEL_ENTRY) GS_SEGEXACT_KERNELS(GS_SEGEXACT_KERNEL_ENTRY)};
+    GS_EXACT_KERNELS(GS_EXACT_KERNEL_ENTRY) GS_SEGEXACT_KERNELS(GS_SEGEXACT_KERNEL_ENTRY)
+    {GS_INT64, GS_OP_SUM, GS_FLOAT64, GS_NAME_OF(GS_EXACT_ROUND_KERNEL), 0, GS_MOD_EXACT}};
 /* gs_scan's kernels run on the resident blocks: "queued", as the tiles come from a ticket. */
 #define GS_SCAN_KERNEL_ENTRY(dt, op, o) \
     {GS_DT_##dt, GS_OPV_##op, GS_DT_##o, "gs_scan_" #dt "_" #op "_" #o, 1, GS_MOD_OF(GS_SCAN_MODULE_##dt)},

@@ -69,6 +69,8 @@
  * to dtype, built with the exact sums. */
 #define GS_EXACT_KERNELS(X) X(f16) X(bf16) X(f32) X(f64)
 #define GS_SEGEXACT_KERNELS(X) X(f16) X(bf16) X(f32) X(f64)
+/* gs_exact_round_device's kernel, the exact family's last entry (agent/exact_round.cuh). */
+#define GS_EXACT_ROUND_KERNEL gs_exact_round_acc
 #define GS_EXACT_OUTPUTS(X) X(f16, f16) X(f16, f32) X(bf16, bf16) X(bf16, f32) X(f32, f32) X(f32, f64) X(f64, f64)
 /* The host launches at least n / GS_EXACT_BLOCK_ELEMENTS exact-sum blocks, so a block's shared
  * limbs stay below 2^61 (agent/exact.cuh). */

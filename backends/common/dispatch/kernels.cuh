@@ -19,6 +19,7 @@
 #include "tuning.h"
 #include "workspace.h"
 #ifdef GS_BUILD_EXACT
+#  include "agent/exact_round.cuh"
 #  include "agent/seg_exact.cuh"
 #endif
 #ifdef GS_BUILD_SEGMENTED
@@ -170,6 +171,14 @@ GS_EXACT_KERNELS(GS_DEFINE_EXACT_KERNEL)
     }
 
 GS_SEGEXACT_KERNELS(GS_DEFINE_SEGEXACT_KERNEL)
+
+/* gs_exact_round_device's kernel (agent/exact_round.cuh): count accumulators rounded to
+ * out_dtype, one per thread, on blocks of GS_POLICY::kBlock. */
+extern "C" __global__ void __launch_bounds__(GS_POLICY::kBlock)
+    GS_EXACT_ROUND_KERNEL(const gs_exact_acc *__restrict__ acc, uint64_t count, void *__restrict__ out, int out_dtype)
+{
+    gs::exact_round_kernel(acc, count, out, out_dtype);
+}
 #endif
 
 #if defined(GS_BUILD_SCAN_FLOAT) || defined(GS_BUILD_SCAN_INT)
