@@ -8,7 +8,9 @@
  *   2. all-reduces the accumulators: ncclAllReduce(..., GS_EXACT_ACC_WORDS, ncclInt64,
  *      ncclSum, ...). An integer sum is associative, so ring, tree or any rank count gives
  *      the same words;
- *   3. rounds the total once (gs_exact_round): the correctly rounded sum of all the data.
+ *   3. rounds the total once on the device (gs_exact_round_device): the correctly rounded
+ *      sum of all the data.
+ * All three are queued on the rank's one stream: the host waits only to read the result.
  * The program checks, bitwise, that every rank got the same result, for several random
  * shardings of the same data, and that it equals a one-GPU exact sum over all the data.
  * It also shows the usual recipe (a local float gs_reduce, then an all-reduce of one float),
@@ -100,11 +102,12 @@ typedef struct rank_state {
     void *d_in;          /* the shard, room for `cap` elements */
     size_t cap;
     gs_exact_acc *d_acc; /* the accumulator, all-reduced in place */
+    void *d_exact;       /* the exact recipe's result, rounded from d_acc on the device */
     void *d_plain;       /* the usual recipe's one float */
     /* per task */
     const unsigned char *h_shard;
     size_t len;
-    uint64_t exact_bits, plain_bits;
+    uint64_t exact_bits, host_bits, plain_bits; /* host_bits: d_acc rounded by gs_exact_round */
     double exact_us, plain_us;
     int reps;
 } rank_state;
@@ -124,12 +127,14 @@ static gs_reduce_options exact_opts(void)
     return o;
 }
 
-/* The exact recipe on one rank, queued on its stream: local accumulator, all-reduce. */
+/* The exact recipe on one rank, queued on its stream with no host wait: local
+ * accumulator, all-reduce of its int64 words, rounding on the device. */
 static void queue_exact(rank_state *r)
 {
     const gs_reduce_options o = exact_opts();
     GK(gs_reduce_ex(r->ctx, r->d_in, r->len, r->dtype, GS_OP_SUM, r->d_acc, (gs_stream)r->stream, &o));
     NK(ncclAllReduce(r->d_acc, r->d_acc, GS_EXACT_ACC_WORDS, ncclInt64, ncclSum, r->comm, r->stream));
+    GK(gs_exact_round_device(r->ctx, r->d_acc, 1, r->dtype, r->d_exact, (gs_stream)r->stream));
 }
 
 /* The usual recipe: a local float sum, then an all-reduce of that one float. */
@@ -186,13 +191,16 @@ static void *rank_main(void *p)
                 CK(cudaMemcpyAsync(r->d_in, r->h_shard, r->len * esize, cudaMemcpyHostToDevice, r->stream));
             queue_exact(r);
             queue_plain(r);
+            /* The accumulator comes back too, so its host rounding can be compared. */
             gs_exact_acc acc;
-            double plain = 0;
+            double exact = 0, plain = 0;
+            CK(cudaMemcpyAsync(&exact, r->d_exact, esize, cudaMemcpyDeviceToHost, r->stream));
             CK(cudaMemcpyAsync(&acc, r->d_acc, sizeof acc, cudaMemcpyDeviceToHost, r->stream));
             CK(cudaMemcpyAsync(&plain, r->d_plain, esize, cudaMemcpyDeviceToHost, r->stream));
             CK(cudaStreamSynchronize(r->stream));
-            r->exact_bits = r->plain_bits = 0;
-            GK(gs_exact_round(&acc, r->dtype, &r->exact_bits));
+            r->exact_bits = r->host_bits = r->plain_bits = 0;
+            memcpy(&r->exact_bits, &exact, esize);
+            GK(gs_exact_round(&acc, r->dtype, &r->host_bits));
             memcpy(&r->plain_bits, &plain, esize);
         } else {
             r->exact_us = time_recipe(r, queue_exact);
@@ -311,6 +319,7 @@ int main(int argc, char **argv)
         GK(gs_context_create(i, &r->ctx));
         CK(cudaMalloc(&r->d_in, r->cap * esize));
         CK(cudaMalloc((void **)&r->d_acc, sizeof(gs_exact_acc)));
+        CK(cudaMalloc(&r->d_exact, 8));
         CK(cudaMalloc(&r->d_plain, 8));
         pthread_create(&th[i], NULL, rank_main, r);
     }
@@ -348,9 +357,10 @@ int main(int argc, char **argv)
             run_task(T_ROUND);
             const int before = failures;
             for (int i = 0; i < gpus; i++)
-                if (st[i].exact_bits != want) {
-                    printf("FAIL: sharding %d, rank %d: exact %.17g (0x%llx), want 0x%llx\n", t, i,
-                           as_double(st[i].exact_bits, dtype), (unsigned long long)st[i].exact_bits,
+                if (st[i].exact_bits != want || st[i].host_bits != want) {
+                    printf("FAIL: sharding %d, rank %d: exact %.17g (0x%llx; rounded on the host 0x%llx), "
+                           "want 0x%llx\n", t, i, as_double(st[i].exact_bits, dtype),
+                           (unsigned long long)st[i].exact_bits, (unsigned long long)st[i].host_bits,
                            (unsigned long long)want);
                     failures++;
                 }
@@ -387,6 +397,7 @@ int main(int argc, char **argv)
         CK(cudaSetDevice(i));
         CK(cudaFree(st[i].d_in));
         CK(cudaFree(st[i].d_acc));
+        CK(cudaFree(st[i].d_exact));
         CK(cudaFree(st[i].d_plain));
         GK(gs_context_destroy(st[i].ctx));
         CK(cudaStreamDestroy(st[i].stream));
