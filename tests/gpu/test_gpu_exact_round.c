@@ -9,7 +9,8 @@
  * sign_clear == 0) and +0.0, cancelling and un-normalised limbs, negative counts, random
  * words. Each is rounded on a stream, at offsets of acc and out, with counts around a
  * block's 256 and a grid-stride's worth; then inside a captured CUDA graph (the recipe
- * reduce -> round on one stream) replayed on new data, with no host wait inside it.
+ * reduce -> round on one stream, first calls of a fresh context) replayed on new data, with
+ * no host wait inside it.
  * GS_TEST_SEED=<n> replays a run.
  */
 #define _GNU_SOURCE
@@ -185,8 +186,9 @@ static void round_and_compare(gs_context *ctx, const char *what, const gs_exact_
 }
 
 /* The recipe in a graph: gs_reduce_ex's accumulators of several inputs, then one rounding
- * of them all, captured once on one stream and replayed on new data with nothing between
- * the two but the stream's order. */
+ * of them all, captured once on one stream (in global mode, the strictest) and replayed on
+ * new data with nothing between the two but the stream's order. ctx is fresh, so the exact
+ * module is loaded and the rounding kernel looked up inside the capture. */
 static void graph(gs_context *ctx, cushim_ptr dbuf, unsigned char *host, cushim_stream s)
 {
     enum { PARTS = 6, PART = 4096 };
@@ -288,7 +290,10 @@ int main(void)
     /* count == 0 queues nothing, whatever the pointers */
     CHECK(gs_exact_round_device(ctx, NULL, 0, GS_FLOAT32, NULL, (gs_stream)s) == GS_SUCCESS, "count 0: %s",
           gs_last_error_message());
-    graph(ctx, dbuf, host, s);
+    gs_context *fresh;
+    CHECK_GS(gs_context_create(0, &fresh));
+    graph(fresh, dbuf, host, s);
+    CHECK_GS(gs_context_destroy(fresh));
 
     CHECK_CU(cushim_stream_destroy(s));
     cushim_free(dbuf);
