@@ -209,6 +209,17 @@ static gs_status kernel_for(gs_backend_instance *inst, gs_family family, int k, 
     return gs_kernel(inst, family, k, s);
 }
 
+/* The core hands every launch the stream's workspace; one smaller than this backend's
+ * regions is the core's bug, refused before any kernel could run past it. */
+static gs_status workspace_fits(uint64_t bytes)
+{
+    if (bytes >= GS_WORKSPACE_BYTES)
+        return GS_SUCCESS;
+    gs_host->set_error("%s backend: workspace of %llu bytes, %u needed", GS_BACKEND_NAME, (unsigned long long)bytes,
+                       (unsigned)GS_WORKSPACE_BYTES);
+    return GS_ERROR_INTERNAL;
+}
+
 /* One launch of kernel `name` (s) on grid blocks of `block` threads. */
 static gs_status launch_block(const gs_kernel_slot *s, const char *name, unsigned int grid, unsigned int block,
                               CUstream stream, void **params)
@@ -260,16 +271,14 @@ static gs_status exact_reduce(gs_backend_instance *inst, const gs_backend_reduce
 
 static gs_status be_reduce(gs_backend_instance *inst, const gs_backend_reduce_args *a)
 {
-    if (a->workspace_bytes < GS_WORKSPACE_BYTES) {
-        gs_host->set_error("%s backend: workspace of %llu bytes, %u needed", GS_BACKEND_NAME,
-                        (unsigned long long)a->workspace_bytes, (unsigned)GS_WORKSPACE_BYTES);
-        return GS_ERROR_INTERNAL;
-    }
+    gs_status st = workspace_fits(a->workspace_bytes);
+    if (st != GS_SUCCESS)
+        return st;
     if (core_sends_flags() && a->flags)
         return exact_reduce(inst, a);
     const int k = find_kernel(a->dtype, a->op, a->out_dtype);
     const gs_kernel_slot *s;
-    gs_status st = kernel_for(inst, GS_FAM_REDUCE, k, a->op, a->dtype, a->out_dtype, &s);
+    st = kernel_for(inst, GS_FAM_REDUCE, k, a->op, a->dtype, a->out_dtype, &s);
     if (st != GS_SUCCESS)
         return st;
     unsigned int grid = gs_grid_for(a->n, gs_dtype_size(a->dtype), inst->l2_bytes, s->max_blocks, s->max_blocks_dram);
@@ -318,13 +327,11 @@ static gs_status be_segmented_reduce(gs_backend_instance *inst, const gs_backend
                         : lookup(seg_kernel_index, a->dtype, a->op, a->out_dtype);
     if (k < 0)
         return kernel_for(inst, family, k, a->op, a->dtype, a->out_dtype, NULL);
-    if (a->workspace_bytes < GS_WORKSPACE_BYTES) {
-        gs_host->set_error("%s backend: workspace of %llu bytes, %u needed", GS_BACKEND_NAME,
-                        (unsigned long long)a->workspace_bytes, (unsigned)GS_WORKSPACE_BYTES);
-        return GS_ERROR_INTERNAL;
-    }
+    gs_status st = workspace_fits(a->workspace_bytes);
+    if (st != GS_SUCCESS)
+        return st;
     const gs_kernel_slot *s;
-    gs_status st = kernel_for(inst, family, k, a->op, a->dtype, a->out_dtype, &s);
+    st = kernel_for(inst, family, k, a->op, a->dtype, a->out_dtype, &s);
     if (st != GS_SUCCESS)
         return st;
     uint64_t chunk;
@@ -356,11 +363,8 @@ static gs_status be_scan(gs_backend_instance *inst, const gs_backend_scan_args *
     gs_status st = kernel_for(inst, GS_FAM_SCAN, k, a->op, a->dtype, a->out_dtype, &s);
     if (st != GS_SUCCESS)
         return st;
-    if (a->workspace_bytes < GS_WORKSPACE_BYTES) {
-        gs_host->set_error("%s backend: workspace of %llu bytes, %u needed", GS_BACKEND_NAME,
-                           (unsigned long long)a->workspace_bytes, (unsigned)GS_WORKSPACE_BYTES);
-        return GS_ERROR_INTERNAL;
-    }
+    if ((st = workspace_fits(a->workspace_bytes)) != GS_SUCCESS)
+        return st;
     const uint64_t out_bytes = gs_dtype_size(a->out_dtype);
     const uint64_t tile = (uint64_t)GS_SCAN_THREADS * GS_SCAN_ITEMS(out_bytes);
     const uint64_t tiles = a->n / tile + (a->n % tile != 0);
