@@ -22,7 +22,7 @@
  * --log2: 2^L elements per GPU (default 20; --bench sweeps 20 .. L, default 26).
  * --bench: per-call time of the exact recipe against the usual one on every GPU, median of
  *   repeats (CUDA events on each GPU's stream, the slowest rank's time), no check of the
- *   usual recipe's bits.
+ *   usual recipe's bits; then each part of the recipes timed alone, the same way.
  * Exits 0 when every check passed, 1 on a failure, 77 without a CUDA device.
  *
  * NVLink multicast (NVLS) is switched off for this process (NCCL_NVLS_ENABLE=0), as the
@@ -109,6 +109,7 @@ typedef struct rank_state {
     size_t len;
     uint64_t exact_bits, host_bits, plain_bits; /* host_bits: d_acc rounded by gs_exact_round */
     double exact_us, plain_us;
+    double part_us[4]; /* the exact recipe's accumulator, all-reduce and rounding; the usual sum */
     int reps;
 } rank_state;
 
@@ -143,6 +144,25 @@ static void queue_plain(rank_state *r)
     GK(gs_reduce(r->ctx, r->d_in, r->len, r->dtype, GS_OP_SUM, r->d_plain, (gs_stream)r->stream));
     NK(ncclAllReduce(r->d_plain, r->d_plain, 1, r->dtype == GS_FLOAT32 ? ncclFloat32 : ncclFloat64, ncclSum,
                      r->comm, r->stream));
+}
+
+/* The recipes' parts alone, for --bench's breakdown. */
+static void part_acc(rank_state *r)
+{
+    const gs_reduce_options o = exact_opts();
+    GK(gs_reduce_ex(r->ctx, r->d_in, r->len, r->dtype, GS_OP_SUM, r->d_acc, (gs_stream)r->stream, &o));
+}
+static void part_allreduce(rank_state *r)
+{
+    NK(ncclAllReduce(r->d_acc, r->d_acc, GS_EXACT_ACC_WORDS, ncclInt64, ncclSum, r->comm, r->stream));
+}
+static void part_round(rank_state *r)
+{
+    GK(gs_exact_round_device(r->ctx, r->d_acc, 1, r->dtype, r->d_exact, (gs_stream)r->stream));
+}
+static void part_sum(rank_state *r)
+{
+    GK(gs_reduce(r->ctx, r->d_in, r->len, r->dtype, GS_OP_SUM, r->d_plain, (gs_stream)r->stream));
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -205,6 +225,9 @@ static void *rank_main(void *p)
         } else {
             r->exact_us = time_recipe(r, queue_exact);
             r->plain_us = time_recipe(r, queue_plain);
+            void (*const parts[4])(rank_state *) = {part_acc, part_allreduce, part_round, part_sum};
+            for (int k = 0; k < 4; k++)
+                r->part_us[k] = time_recipe(r, parts[k]);
         }
         pthread_barrier_wait(&g_done);
     }
@@ -374,7 +397,8 @@ int main(int argc, char **argv)
         printf("usual recipe (float gs_reduce, then all-reduce of one float): %s across %d shardings\n",
                plain_differs ? "bits differ" : "same bits", trials);
     } else {
-        printf("%-8s %14s %14s %8s\n", "n/GPU", "exact us", "usual us", "ratio");
+        printf("%-8s %14s %14s %8s   %s\n", "n/GPU", "exact us", "usual us", "ratio",
+               "alone (us): accumulator, all-reduce 76 words, rounding; float sum");
         fill(h, per_gpu, dtype); /* every GPU reduces the same values: timing only */
         for (int l = 20 < log2n ? 20 : log2n; l <= log2n; l += 2) {
             for (int i = 0; i < gpus; i++) {
@@ -383,12 +407,15 @@ int main(int argc, char **argv)
                 CK(cudaMemcpy(st[i].d_in, h, st[i].len * esize, cudaMemcpyHostToDevice));
             }
             run_task(T_BENCH);
-            double ex = 0, pl = 0;
+            double ex = 0, pl = 0, pt[4] = {0, 0, 0, 0};
             for (int i = 0; i < gpus; i++) {
                 ex = st[i].exact_us > ex ? st[i].exact_us : ex;
                 pl = st[i].plain_us > pl ? st[i].plain_us : pl;
+                for (int k = 0; k < 4; k++)
+                    pt[k] = st[i].part_us[k] > pt[k] ? st[i].part_us[k] : pt[k];
             }
-            printf("2^%-6d %14.2f %14.2f %8.3f\n", l, ex, pl, ex / pl);
+            printf("2^%-6d %14.2f %14.2f %8.3f   %.2f, %.2f, %.2f; %.2f\n", l, ex, pl, ex / pl, pt[0], pt[1], pt[2],
+                   pt[3]);
         }
     }
     run_task(T_QUIT);
