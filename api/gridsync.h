@@ -365,6 +365,16 @@ GS_API gs_status gs_exact_combine(gs_exact_acc *acc, const gs_exact_acc *other);
 
 /* gs_scan_options.flags. */
 #define GS_SCAN_EXCLUSIVE 1u /* out[0] is the op's identity, out[i] = in[0] op ... op in[i-1] */
+/*
+ * GS_SCAN_EXACT: correctly rounded prefix sums (docs/semantics.md §12 and §13). op GS_OP_SUM
+ * over GS_FLOAT16, GS_BFLOAT16, GS_FLOAT32 or GS_FLOAT64, results of the input's type or the
+ * wider ones of gs_scan_options.out_dtype (float16/bfloat16 -> float32, float32 -> float64);
+ * anything else: GS_ERROR_UNSUPPORTED. out[i] is the exact sum of carry-in + in[0] + ... +
+ * in[i] (exclusive: up to in[i-1]) rounded once, to nearest-even, with §12's rules for NaN,
+ * infinities, overflow and the sign of a zero (an empty prefix with no carry-in is +0.0).
+ * The same bits on every GPU, backend, grid, alignment and sharding.
+ */
+#define GS_SCAN_EXACT 2u
 
 /*
  * Options of gs_scan, as gs_reduce_options: zero-initialise, set struct_size =
@@ -379,8 +389,21 @@ typedef struct gs_scan_options {
      * GS_UINT64; SUM, PROD over float32 -> GS_FLOAT64; SUM, PROD, MIN, MAX over
      * float16/bfloat16 -> GS_FLOAT32. Anything else returns GS_ERROR_UNSUPPORTED. */
     int32_t out_dtype;
-    /* GS_SCAN_EXCLUSIVE, or 0 (inclusive). Other bits are reserved: GS_ERROR_INVALID_ARGUMENT. */
+    /* GS_SCAN_EXCLUSIVE and GS_SCAN_EXACT, or 0 (inclusive). Other bits are reserved:
+     * GS_ERROR_INVALID_ARGUMENT. */
     uint32_t flags;
+    /* GS_SCAN_EXACT only (else both must be NULL: GS_ERROR_INVALID_ARGUMENT). carry_in: the
+     * scan starts from the exact sum of the carry_in_count accumulators carry_in[0 ..
+     * carry_in_count) (device memory, 8-byte aligned, as gs_exact_round_device reads them:
+     * the total of everything before this shard, e.g. the all-gathered accumulators of the
+     * earlier ranks), as if their elements came before in[0]; NULL with carry_in_count 0:
+     * none. total: when not NULL, receives (device memory, 8-byte aligned) the normalised
+     * gs_exact_acc of in[0 .. n) alone, the accumulator gs_reduce_ex with
+     * GS_REDUCE_EXACT_ACCUMULATOR writes, except that nan, pos_inf and neg_inf are 0 or 1
+     * (whether any); written for n == 0 too. Neither may overlap in, out or each other. */
+    const gs_exact_acc *carry_in;
+    uint64_t carry_in_count;
+    gs_exact_acc *total;
 } gs_scan_options;
 
 /*

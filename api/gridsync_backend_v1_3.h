@@ -39,15 +39,16 @@ extern "C" {
 #define GS_BACKEND_DEVICE_V1_3_SIZE GS_BACKEND_DEVICE_V1_2_SIZE
 #define GS_BACKEND_REDUCE_ARGS_V1_3_SIZE GS_BACKEND_REDUCE_ARGS_V1_2_SIZE
 #define GS_BACKEND_SEGMENTED_ARGS_V1_3_SIZE GS_BACKEND_SEGMENTED_ARGS_V1_2_SIZE
-#define GS_BACKEND_SCAN_ARGS_V1_3_SIZE 72
+#define GS_BACKEND_SCAN_ARGS_V1_3_SIZE 96
 #define GS_BACKEND_EXACT_ROUND_ARGS_V1_3_SIZE 40
 #define GS_BACKEND_OPS_V1_3_SIZE 96
 
 #define GS_LOG_DEBUG_V1_3 GS_LOG_DEBUG_V1_2
 #define GS_LOG_ERROR_V1_3 GS_LOG_ERROR_V1_2
 
-/* The scan args' flags: the public GS_SCAN_EXCLUSIVE (gridsync.h). */
+/* The scan args' flags: the public GS_SCAN_EXCLUSIVE and GS_SCAN_EXACT (gridsync.h). */
 #define GS_BACKEND_SCAN_EXCLUSIVE 1u /* out[0] is the op's identity, out[i] = in[0] op ... op in[i-1] */
+#define GS_BACKEND_SCAN_EXACT 2u     /* correctly rounded float sums; carry_in and total */
 
 /* The current names, declared first: the ops' functions take these types. */
 typedef struct gs_backend_host gs_backend_host;
@@ -155,8 +156,17 @@ struct gs_backend_scan_args {
     CUstream stream;
     CUdeviceptr workspace; /* as in the reduce args: the same per-stream buffer */
     uint64_t workspace_bytes;
-    /* 0 (inclusive: out[i] = in[0] op ... op in[i]) or GS_BACKEND_SCAN_EXCLUSIVE. */
+    /* 0 (inclusive: out[i] = in[0] op ... op in[i]), GS_BACKEND_SCAN_EXCLUSIVE,
+     * GS_BACKEND_SCAN_EXACT. */
     uint32_t flags;
+    /* GS_BACKEND_SCAN_EXACT only, else 0: gs_scan_options' carry_in, carry_in_count and
+     * total, validated as gs_exact_round_device's acc (carry_in: 8-byte aligned,
+     * device-accessible for carry_in_count accumulators, 0 with a count of 0; total: one
+     * accumulator or 0), none overlapping another or in or out. With total, n may be 0 (in
+     * and out then 0): the backend writes the empty accumulator. */
+    CUdeviceptr carry_in;
+    uint64_t carry_in_count;
+    CUdeviceptr total;
 };
 
 /* New in 1.3: rounding exact accumulators on the device (gs_exact_round_device). Validated
@@ -205,10 +215,11 @@ struct gs_backend_ops {
     gs_status (*query_reduce_flags)(const gs_backend_instance *instance, gs_dtype dtype, gs_op op,
                                     gs_dtype out_dtype, uint32_t flags);
     /* ---- ABI 1.3 ---- */
-    /* Optional. GS_SUCCESS if scan() does op over dtype into out_dtype, else
-     * GS_ERROR_UNSUPPORTED. Absent (NULL, or not covered by struct_size): the core answers
-     * gs_scan with GS_ERROR_UNSUPPORTED. */
-    gs_status (*query_scan)(const gs_backend_instance *instance, gs_dtype dtype, gs_op op, gs_dtype out_dtype);
+    /* Optional. GS_SUCCESS if scan() does op over dtype into out_dtype with these flags
+     * (GS_BACKEND_SCAN_*), else GS_ERROR_UNSUPPORTED. Absent (NULL, or not covered by
+     * struct_size): the core answers gs_scan with GS_ERROR_UNSUPPORTED. */
+    gs_status (*query_scan)(const gs_backend_instance *instance, gs_dtype dtype, gs_op op, gs_dtype out_dtype,
+                            uint32_t flags);
     /* Optional, with query_scan (one without the other is absent). Queues the scan, one
      * launch, on args->stream; never synchronizes the host. */
     gs_status (*scan)(gs_backend_instance *instance, const gs_backend_scan_args *args);
