@@ -424,15 +424,21 @@ typedef struct gs_scan_options {
  *  - float16/bfloat16 are carried in float32 and each result is rounded to the output
  *    type; MIN/MAX propagate NaN; integer SUM and PROD wrap (two's complement);
  *  - float results are the same bits on every GPU, backend, grid and alignment of `in`:
- *    the association order depends on n alone.
+ *    the association order depends on n alone;
+ *  - GS_SCAN_EXACT: correctly rounded float SUMs, optionally starting from carry_in and
+ *    writing the accumulator of in[0, n) to total (gs_scan_options); a backend that does
+ *    not offer them for the types: GS_ERROR_UNSUPPORTED.
  *
  * in == out scans in place when the results have the input's type; any other overlap of
- * in[0, n) and out[0, n) (in place into a wider type included) is GS_ERROR_INVALID_ARGUMENT.
- * in must be aligned to its element size, out to its result's; memory the device cannot
- * access is GS_ERROR_INVALID_POINTER, a range past the end of its allocation
- * GS_ERROR_INVALID_ARGUMENT, as in gs_reduce. n == 0 queues nothing and succeeds once
- * dtype, op and opts are checked (in and out may be NULL then; the context is not looked
- * at). A backend older than gridsync 0.4 has no scan: GS_ERROR_UNSUPPORTED, naming it.
+ * in[0, n), out[0, n), carry_in[0, carry_in_count) and total (in place into a wider type
+ * included) is GS_ERROR_INVALID_ARGUMENT. in must be aligned to its element size, out to
+ * its result's; memory the device cannot access is GS_ERROR_INVALID_POINTER, a range past
+ * the end of its allocation GS_ERROR_INVALID_ARGUMENT, as in gs_reduce. n == 0 queues
+ * nothing and succeeds once dtype, op and opts are checked (in and out may be NULL then; the
+ * context is not looked at), except with GS_SCAN_EXACT and a total: then one launch writes
+ * the empty accumulator to total (which never includes carry_in), and every check of a
+ * launch applies but those of in and out. A backend older than gridsync 0.4 has no scan:
+ * GS_ERROR_UNSUPPORTED, naming it.
  */
 GS_API gs_status gs_scan(gs_context *ctx, const void *in, uint64_t n, gs_dtype dtype, gs_op op, void *out,
                          gs_stream stream, const gs_scan_options *opts);

@@ -139,8 +139,11 @@ typedef struct launch_plan {
     CUstream stream;
     const int64_t *offsets; /* gs_segmented_reduce: num_segments + 1 of them */
     uint32_t flags;         /* gs_segmented_reduce's */
-    uint32_t backend_flags; /* the backend args' flags (GS_BACKEND_REDUCE_EXACT*, ..., GS_BACKEND_SCAN_EXCLUSIVE) */
+    uint32_t backend_flags; /* the backend args' flags (GS_BACKEND_REDUCE_EXACT*, ..., GS_BACKEND_SCAN_*) */
     int scan;               /* gs_scan: out_count (n) results */
+    const gs_exact_acc *carry_in; /* gs_scan's, with GS_SCAN_EXACT */
+    uint64_t carry_in_count;
+    gs_exact_acc *total;
 } launch_plan;
 
 /* Every launch's tail, the same for all of them: the buffers are memory the device can
@@ -153,10 +156,14 @@ static gs_status launch(gs_context *ctx, const gs_driver *drv, const launch_plan
     const int accumulator = !p->scan && !p->offsets && (p->backend_flags & GS_BACKEND_REDUCE_EXACT_ACCUMULATOR);
     const uint64_t out_bytes = accumulator ? sizeof(gs_exact_acc) : p->out_count * gs_dtype_size(p->out_dtype);
     gs_status st;
+    /* The checks before bounded every byte count (an exact scan with n == 0 has no out). */
     if ((p->n && (st = gs_check_pointer(drv, fn, "in", p->in, p->n * gs_dtype_size(p->dtype), NULL, NULL))) ||
         (p->offsets &&
          (st = gs_check_pointer(drv, fn, "offsets", p->offsets, (segments + 1) * sizeof(int64_t), NULL, NULL))) ||
-        (st = gs_check_pointer(drv, fn, "out", p->out, out_bytes, NULL, NULL)))
+        (out_bytes && (st = gs_check_pointer(drv, fn, "out", p->out, out_bytes, NULL, NULL))) ||
+        (p->carry_in && (st = gs_check_pointer(drv, fn, "carry_in", p->carry_in,
+                                               p->carry_in_count * sizeof(gs_exact_acc), NULL, NULL))) ||
+        (p->total && (st = gs_check_pointer(drv, fn, "total", p->total, sizeof(gs_exact_acc), NULL, NULL))))
         return st;
     int pushed;
     if ((st = gs_context_push(ctx, &pushed)) != GS_SUCCESS)
@@ -166,12 +173,15 @@ static gs_status launch(gs_context *ctx, const gs_driver *drv, const launch_plan
         st = gs_check_offsets(ctx, p->offsets, segments, p->n, p->stream);
     if (st == GS_SUCCESS)
         st = gs_workspace_get(ctx, p->stream, fn, &ws);
-    const CUdeviceptr in = (CUdeviceptr)(uintptr_t)p->in, out = (CUdeviceptr)(uintptr_t)p->out;
+    /* n == 0 (an exact scan's total alone): in and out are 0, whatever the caller passed. */
+    const CUdeviceptr in = p->n ? (CUdeviceptr)(uintptr_t)p->in : 0, out = p->n ? (CUdeviceptr)(uintptr_t)p->out : 0;
     if (st == GS_SUCCESS && p->scan) {
         gs_backend_scan_args a = {
             .struct_size = sizeof a, .dtype = p->dtype, .op = p->op, .out_dtype = p->out_dtype,
             .in = in, .n = p->n, .out = out, .stream = p->stream,
-            .workspace = ws, .workspace_bytes = ctx->workspace_bytes, .flags = p->backend_flags};
+            .workspace = ws, .workspace_bytes = ctx->workspace_bytes, .flags = p->backend_flags,
+            .carry_in = (CUdeviceptr)(uintptr_t)p->carry_in, .carry_in_count = p->carry_in_count,
+            .total = (CUdeviceptr)(uintptr_t)p->total};
         st = ctx->backend->ops->scan(ctx->instance, &a);
     } else if (st == GS_SUCCESS && p->offsets) {
         gs_backend_segmented_args a = {
@@ -252,19 +262,20 @@ GS_API gs_status gs_scan(gs_context *ctx, const void *in, uint64_t n, gs_dtype d
 {
     static const char fn[] = "gs_scan";
     gs_clear_error();
-    gs_dtype out_dtype;
-    uint32_t flags;
-    gs_status st = gs_check_scan(in, n, dtype, op, out, opts, &out_dtype, &flags);
-    if (st != GS_SUCCESS || n == 0)
-        return st; /* n == 0: nothing to write, so no launch and no context (gridsync.h) */
+    gs_scan_request r;
+    gs_status st = gs_check_scan(in, n, dtype, op, out, opts, &r);
+    if (st != GS_SUCCESS || (n == 0 && !r.total))
+        return st; /* nothing to write, so no launch and no context (gridsync.h) */
+    const uint32_t backend_flags = (r.flags & GS_SCAN_EXCLUSIVE ? GS_BACKEND_SCAN_EXCLUSIVE : 0) |
+                                   (r.flags & GS_SCAN_EXACT ? GS_BACKEND_SCAN_EXACT : 0);
     const gs_driver *drv;
     if ((st = gs_context_resolve(&ctx, &drv)) != GS_SUCCESS ||
-        (st = gs_check_supported_scan(ctx, fn, dtype, op, out_dtype)) != GS_SUCCESS)
+        (st = gs_check_supported_scan(ctx, fn, dtype, op, r.out_dtype, backend_flags)) != GS_SUCCESS)
         return st;
-    const launch_plan plan = {.fn = fn, .dtype = dtype, .out_dtype = out_dtype, .op = op, .in = in, .n = n,
+    const launch_plan plan = {.fn = fn, .dtype = dtype, .out_dtype = r.out_dtype, .op = op, .in = in, .n = n,
                               .out = out, .out_count = n, .stream = (CUstream)stream,
-                              .backend_flags = flags & GS_SCAN_EXCLUSIVE ? GS_BACKEND_SCAN_EXCLUSIVE : 0,
-                              .scan = 1};
+                              .backend_flags = backend_flags, .scan = 1, .carry_in = r.carry_in,
+                              .carry_in_count = r.carry_in_count, .total = r.total};
     return launch(ctx, drv, &plan);
 }
 

@@ -1,4 +1,4 @@
-/* Argument checks of the entry points (validate.h). */
+/* Argument checks of the entry points (validate.h); gs_scan's are in validate_scan.c. */
 #define _GNU_SOURCE
 #include "validate.h"
 
@@ -11,7 +11,7 @@
 
 /* ---- on the arguments alone ---------------------------------------------------------- */
 
-static gs_status check_dtype_op(const char *fn, gs_dtype dtype, gs_op op)
+gs_status gs_check_dtype_op(const char *fn, gs_dtype dtype, gs_op op)
 {
     if (!gs_dtype_valid((int)dtype))
         return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: dtype %d is not a gs_dtype", fn, (int)dtype);
@@ -23,8 +23,7 @@ static gs_status check_dtype_op(const char *fn, gs_dtype dtype, gs_op op)
     return GS_SUCCESS;
 }
 
-/* in non-NULL unless n is 0, aligned to its elements, and n elements from in not wrapping. */
-static gs_status check_input(const char *fn, const void *in, uint64_t n, gs_dtype dtype)
+gs_status gs_check_input(const char *fn, const void *in, uint64_t n, gs_dtype dtype)
 {
     const uint64_t esize = gs_dtype_size(dtype);
     if (!in && n)
@@ -38,8 +37,7 @@ static gs_status check_input(const char *fn, const void *in, uint64_t n, gs_dtyp
     return GS_SUCCESS;
 }
 
-/* The (input, output) pairs of exact sums: the float SUMs of §2, wider outputs included. */
-static int exact_pair(gs_dtype in, gs_dtype out)
+int gs_exact_pair(gs_dtype in, gs_dtype out)
 {
     switch (in) {
     case GS_FLOAT16:
@@ -59,7 +57,7 @@ static gs_status check_flags(uint32_t flags, gs_dtype dtype, gs_op op, gs_dtype 
     if (flags == known)
         return gs_fail(GS_ERROR_INVALID_ARGUMENT,
                        "gs_reduce_ex: GS_REDUCE_EXACT and GS_REDUCE_EXACT_ACCUMULATOR together (choose one output)");
-    if (flags && (op != GS_OP_SUM || !exact_pair(dtype, out_dtype)))
+    if (flags && (op != GS_OP_SUM || !gs_exact_pair(dtype, out_dtype)))
         return gs_fail(GS_ERROR_UNSUPPORTED,
                        "gs_reduce_ex: exact sums are float SUMs (f16/bf16 -> same or f32, f32 -> f32 or f64, f64 -> "
                        "f64), not %s over %s into %s",
@@ -71,7 +69,7 @@ gs_status gs_check_reduce(const void *in, uint64_t n, gs_dtype dtype, gs_op op, 
                           const gs_reduce_options *opts, gs_dtype *out_dtype, uint32_t *flags)
 {
     gs_status st;
-    if ((st = check_dtype_op("gs_reduce", dtype, op)) != GS_SUCCESS)
+    if ((st = gs_check_dtype_op("gs_reduce", dtype, op)) != GS_SUCCESS)
         return st;
     *out_dtype = gs_default_out(dtype, op);
     *flags = 0;
@@ -92,7 +90,7 @@ gs_status gs_check_reduce(const void *in, uint64_t n, gs_dtype dtype, gs_op op, 
     }
     if (!out)
         return gs_fail(GS_ERROR_INVALID_ARGUMENT, "gs_reduce: out is NULL");
-    if ((st = check_input("gs_reduce", in, n, dtype)) != GS_SUCCESS)
+    if ((st = gs_check_input("gs_reduce", in, n, dtype)) != GS_SUCCESS)
         return st;
     if (*flags & GS_REDUCE_EXACT_ACCUMULATOR) {
         if ((uintptr_t)out % sizeof(int64_t))
@@ -110,13 +108,13 @@ gs_status gs_check_segmented(const void *in, uint64_t n, gs_dtype dtype, gs_op o
 {
     static const char fn[] = "gs_segmented_reduce";
     gs_status st;
-    if ((st = check_dtype_op(fn, dtype, op)) != GS_SUCCESS)
+    if ((st = gs_check_dtype_op(fn, dtype, op)) != GS_SUCCESS)
         return st;
     const uint32_t known = GS_SEGMENTED_CHECK_OFFSETS | GS_SEGMENTED_EXACT;
     if (flags & ~known)
         return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: unknown flags 0x%x", fn, flags & ~known);
     const gs_dtype out_dtype = gs_default_out(dtype, op);
-    if ((flags & GS_SEGMENTED_EXACT) && (op != GS_OP_SUM || !exact_pair(dtype, out_dtype)))
+    if ((flags & GS_SEGMENTED_EXACT) && (op != GS_OP_SUM || !gs_exact_pair(dtype, out_dtype)))
         return gs_fail(GS_ERROR_UNSUPPORTED,
                        "%s: GS_SEGMENTED_EXACT sums float16, bfloat16, float32 or float64 (SUM), not %s over %s", fn,
                        gs_op_name(op), gs_dtype_name(dtype));
@@ -124,7 +122,7 @@ gs_status gs_check_segmented(const void *in, uint64_t n, gs_dtype dtype, gs_op o
         return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: offsets is NULL", fn);
     if (num_segments && !out)
         return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
-    if ((st = check_input(fn, in, n, dtype)) != GS_SUCCESS)
+    if ((st = gs_check_input(fn, in, n, dtype)) != GS_SUCCESS)
         return st;
     if ((uintptr_t)offsets % sizeof(int64_t))
         return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: offsets = %p is not aligned to 8 bytes", fn,
@@ -137,93 +135,6 @@ gs_status gs_check_segmented(const void *in, uint64_t n, gs_dtype dtype, gs_op o
     if (num_segments >= (1ull << 56))
         return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: num_segments = %llu is too large", fn,
                        (unsigned long long)num_segments);
-    return GS_SUCCESS;
-}
-
-/* gs_scan's outputs: dtype, or gs_reduce_options' wider ones (gridsync.h). */
-static int scan_out_allowed(gs_dtype in, gs_op op, gs_dtype out)
-{
-    if (out == in)
-        return 1;
-    const int sum_prod = op == GS_OP_SUM || op == GS_OP_PROD;
-    switch (in) {
-    case GS_INT8:
-    case GS_INT32: return sum_prod && out == GS_INT64;
-    case GS_UINT8:
-    case GS_UINT32: return sum_prod && out == GS_UINT64;
-    case GS_FLOAT32: return sum_prod && out == GS_FLOAT64;
-    case GS_FLOAT16:
-    case GS_BFLOAT16: return (sum_prod || op == GS_OP_MIN || op == GS_OP_MAX) && out == GS_FLOAT32;
-    default: return 0;
-    }
-}
-
-/* The checks gs_scan makes before n == 0 returns: dtype, op and the options. */
-static gs_status check_scan_kind(gs_dtype dtype, gs_op op, const gs_scan_options *opts, gs_dtype *out_dtype,
-                                 uint32_t *flags)
-{
-    static const char fn[] = "gs_scan";
-    gs_status st;
-    if ((st = check_dtype_op(fn, dtype, op)) != GS_SUCCESS)
-        return st;
-    if (op == GS_OP_ARGMIN || op == GS_OP_ARGMAX)
-        return gs_fail(GS_ERROR_UNSUPPORTED,
-                       "%s: ARGMIN/ARGMAX have no scan; MIN/MAX give the running extremes, gs_reduce the index", fn);
-    *out_dtype = dtype;
-    *flags = 0;
-    if (opts) {
-        if (opts->struct_size < offsetof(gs_scan_options, out_dtype) + sizeof opts->out_dtype)
-            return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: opts->struct_size (%u) is too small", fn,
-                           opts->struct_size);
-        if (opts->out_dtype != GS_OUT_DEFAULT) {
-            if (!gs_dtype_valid(opts->out_dtype))
-                return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: out_dtype %d is not a gs_dtype", fn,
-                               (int)opts->out_dtype);
-            *out_dtype = (gs_dtype)opts->out_dtype;
-        }
-        /* A caller built before flags existed has a shorter struct: its bytes past
-         * struct_size are not ours to read. */
-        if (opts->struct_size >= offsetof(gs_scan_options, flags) + sizeof opts->flags)
-            *flags = opts->flags;
-        if (*flags & ~GS_SCAN_EXCLUSIVE)
-            return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: reserved flags 0x%x", fn, *flags & ~GS_SCAN_EXCLUSIVE);
-    }
-    if (!scan_out_allowed(dtype, op, *out_dtype))
-        return gs_fail(GS_ERROR_UNSUPPORTED, "%s: no scan of %s over %s into %s (outputs: dtype, or gs_reduce_ex's "
-                       "wider ones)", fn, gs_op_name(op), gs_dtype_name(dtype), gs_dtype_name(*out_dtype));
-    return GS_SUCCESS;
-}
-
-gs_status gs_check_scan(const void *in, uint64_t n, gs_dtype dtype, gs_op op, const void *out,
-                        const gs_scan_options *opts, gs_dtype *out_dtype, uint32_t *flags)
-{
-    static const char fn[] = "gs_scan";
-    gs_status st;
-    if ((st = check_scan_kind(dtype, op, opts, out_dtype, flags)) != GS_SUCCESS || n == 0)
-        return st;
-    if (!out)
-        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: out is NULL but n is %llu", fn, (unsigned long long)n);
-    if ((st = check_input(fn, in, n, dtype)) != GS_SUCCESS)
-        return st;
-    const uint64_t isize = gs_dtype_size(dtype), osize = gs_dtype_size(*out_dtype);
-    const uint64_t ib = (uint64_t)(uintptr_t)in, ob = (uint64_t)(uintptr_t)out;
-    if (ob % osize)
-        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: out = %p is not aligned to its %s results", fn, out,
-                       gs_dtype_name(*out_dtype));
-    if (n > (UINT64_MAX - ob) / osize)
-        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: n = %llu results of %s from %p wrap around memory", fn,
-                       (unsigned long long)n, gs_dtype_name(*out_dtype), out);
-    /* In place is one element read, then written, by the same position; any other overlap
-     * would have a position read after another one wrote it. Neither end wraps (above). */
-    if (ib == ob) {
-        if (*out_dtype != dtype)
-            return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: in == out, but the results (%s) are wider than the "
-                           "input (%s): in place needs the input's type", fn, gs_dtype_name(*out_dtype),
-                           gs_dtype_name(dtype));
-    } else if (ib < ob + n * osize && ob < ib + n * isize) {
-        return gs_fail(GS_ERROR_INVALID_ARGUMENT, "%s: in = %p and out = %p overlap (n = %llu): only in == out may",
-                       fn, in, out, (unsigned long long)n);
-    }
     return GS_SUCCESS;
 }
 
@@ -282,19 +193,6 @@ gs_status gs_check_supported_flags(const gs_context *ctx, const char *fn, gs_dty
     return gs_fail(GS_ERROR_UNSUPPORTED, "%s: backend %s (%s, backend ABI %u.%u) does not offer exact sums of %s into %s",
                    fn, ops->name, ctx->backend->path, GS_BACKEND_ABI_VERSION_MAJOR(ops->abi_version),
                    ops->abi_version & 0xffffu, gs_dtype_name(dtype), gs_dtype_name(out_dtype));
-}
-
-gs_status gs_check_supported_scan(const gs_context *ctx, const char *fn, gs_dtype dtype, gs_op op, gs_dtype out_dtype)
-{
-    const gs_backend_ops *ops = ctx->backend->ops;
-    /* NULL for a backend older than 1.3 too (loader.c: lift_ops) */
-    if (!ops->query_scan || !ops->scan)
-        return gs_fail(GS_ERROR_UNSUPPORTED, "%s: backend %s (%s, backend ABI %u.%u) has no scan", fn, ops->name,
-                       ctx->backend->path, GS_BACKEND_ABI_VERSION_MAJOR(ops->abi_version), ops->abi_version & 0xffffu);
-    if (ops->query_scan(ctx->instance, dtype, op, out_dtype) != GS_SUCCESS)
-        return gs_fail(GS_ERROR_UNSUPPORTED, "%s: backend %s does not offer scans of %s over %s into %s", fn, ops->name,
-                       gs_op_name(op), gs_dtype_name(dtype), gs_dtype_name(out_dtype));
-    return GS_SUCCESS;
 }
 
 /* ---- asking the driver ------------------------------------------------------------------ */

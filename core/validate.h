@@ -13,6 +13,13 @@ typedef struct gs_context gs_context;
 
 /* ---- on the arguments alone ---------------------------------------------------------- */
 
+/* dtype and op are valid and op is defined for dtype (GS_ERROR_UNSUPPORTED if not). */
+gs_status gs_check_dtype_op(const char *fn, gs_dtype dtype, gs_op op);
+/* in non-NULL unless n is 0, aligned to its elements, and n elements from in not wrapping. */
+gs_status gs_check_input(const char *fn, const void *in, uint64_t n, gs_dtype dtype);
+/* The (input, output) pairs of exact sums: the float SUMs of §2, wider outputs included. */
+int gs_exact_pair(gs_dtype in, gs_dtype out);
+
 /* gs_reduce / gs_reduce_ex: dtype, op, the options, in, n and out. *out_dtype gets the
  * output type the options ask for (the default for dtype and op when opts is NULL or says
  * GS_OUT_DEFAULT), *flags the options' flags (0 when opts is NULL or ends before them);
@@ -25,11 +32,22 @@ gs_status gs_check_reduce(const void *in, uint64_t n, gs_dtype dtype, gs_op op, 
 gs_status gs_check_segmented(const void *in, uint64_t n, gs_dtype dtype, gs_op op, const int64_t *offsets,
                              uint64_t num_segments, const void *out, uint32_t flags);
 
-/* gs_scan: dtype, op, the options, then (n >= 1 only) in, out and their overlap. *out_dtype
- * and *flags as in gs_check_reduce. With n == 0 it checks what needs no pointer and the
- * caller queues nothing. */
+/* gs_scan's options as the library reads them: each member that opts->struct_size does not
+ * cover (or opts NULL) reads as its default (GS_OUT_DEFAULT resolved to dtype, 0, NULL). */
+typedef struct gs_scan_request {
+    gs_dtype out_dtype;
+    uint32_t flags; /* GS_SCAN_* */
+    const gs_exact_acc *carry_in;
+    uint64_t carry_in_count;
+    gs_exact_acc *total;
+} gs_scan_request;
+
+/* gs_scan (validate_scan.c): dtype, op and the options, then, when the call launches (n >= 1,
+ * or n == 0 with a total), in, out, carry_in and total: aligned, not wrapping around memory
+ * (so their byte counts do not overflow), no two overlapping but in == out. A call that
+ * does not launch has only what needs no pointer checked. */
 gs_status gs_check_scan(const void *in, uint64_t n, gs_dtype dtype, gs_op op, const void *out,
-                        const gs_scan_options *opts, gs_dtype *out_dtype, uint32_t *flags);
+                        const gs_scan_options *opts, gs_scan_request *req);
 
 /* gs_exact_round_device: out_dtype, then (count >= 1 only) acc and out: non-NULL, aligned,
  * not wrapping around memory (so their byte counts do not overflow), not overlapping. */
@@ -44,9 +62,10 @@ gs_status gs_check_supported(const gs_context *ctx, const char *fn, gs_dtype dty
 gs_status gs_check_supported_flags(const gs_context *ctx, const char *fn, gs_dtype dtype, gs_op op,
                                    gs_dtype out_dtype, uint32_t flags);
 
-/* ... and scans it (backend ABI 1.3's query_scan and scan; a backend without them has none). */
+/* ... and scans it with these GS_BACKEND_SCAN_* flags (backend ABI 1.3's query_scan and scan;
+ * a backend without them has none). Asked at every call: no table caches the answer. */
 gs_status gs_check_supported_scan(const gs_context *ctx, const char *fn, gs_dtype dtype, gs_op op,
-                                  gs_dtype out_dtype);
+                                  gs_dtype out_dtype, uint32_t backend_flags);
 
 /* ---- asking the driver ------------------------------------------------------------------ */
 

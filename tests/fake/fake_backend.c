@@ -16,9 +16,10 @@
  *   FAKE_ABI_1_1           the same for ABI 1.1, whose segmented_reduce is its own
  *   FAKE_ABI_1_2           the same for ABI 1.2 (segmented_reduce its own; no scan)
  *
- * The current-ABI variants have 1.3's scan: query_scan refuses bfloat16 input (so a refusal
- * can be seen) and accepts everything else the core asks; scan() records its args, and so
- * does 1.3's exact_round.
+ * The current-ABI variants have 1.3's scan: query_scan refuses bfloat16 input, and exact
+ * scans (GS_BACKEND_SCAN_EXACT) of anything but float32 and float64 (so refusals can be
+ * seen), and accepts everything else the core asks; scan() records its args, and so does
+ * 1.3's exact_round.
  *
  * FAKE_BACKEND_NAME is ops->name. Every call is appended to the file named by
  * FAKE_BACKEND_LOG as "<name>: <call> <arguments>", so a test can compare what the backend
@@ -199,23 +200,31 @@ static gs_status be_reduce(gs_backend_instance *inst, const gs_backend_reduce_ar
 }
 
 #if !defined(FAKE_ABI_1_0) && !defined(FAKE_ABI_1_1) && !defined(FAKE_ABI_1_2)
-/* 1.3's scan: asked before each gs_scan; bfloat16 is refused, on purpose. */
-static gs_status be_query_scan(const gs_backend_instance *inst, gs_dtype dtype, gs_op op, gs_dtype out)
+/* 1.3's scan: asked before each gs_scan; bfloat16, and exact scans of float16, are refused,
+ * on purpose. */
+static gs_status be_query_scan(const gs_backend_instance *inst, gs_dtype dtype, gs_op op, gs_dtype out,
+                               uint32_t flags)
 {
     (void)inst;
-    record("query_scan dtype=%d op=%d out=%d", (int)dtype, (int)op, (int)out);
-    return dtype == GS_BFLOAT16 ? GS_ERROR_UNSUPPORTED : GS_SUCCESS;
+    record("query_scan dtype=%d op=%d out=%d flags=%u", (int)dtype, (int)op, (int)out, (unsigned)flags);
+    if (dtype == GS_BFLOAT16)
+        return GS_ERROR_UNSUPPORTED;
+    if ((flags & GS_BACKEND_SCAN_EXACT) && dtype != GS_FLOAT32 && dtype != GS_FLOAT64)
+        return GS_ERROR_UNSUPPORTED;
+    return GS_SUCCESS;
 }
 
 static gs_status be_scan(gs_backend_instance *inst, const gs_backend_scan_args *a)
 {
     int k = -1;
     const char *ws = a->workspace_bytes ? workspace_state_of(inst, a->workspace, a->workspace_bytes, &k) : "EMPTY";
-    record("scan dtype=%d op=%d out=%d n=%llu in=0x%llx out=0x%llx flags=%u struct_size=%u stream=%p ws=#%d %s "
-           "bytes=%s current=%d",
+    record("scan dtype=%d op=%d out=%d n=%llu in=0x%llx out=0x%llx flags=%u carry_in=0x%llx carry_in_count=%llu "
+           "total=0x%llx struct_size=%u stream=%p ws=#%d %s bytes=%s current=%d",
            (int)a->dtype, (int)a->op, (int)a->out_dtype, (unsigned long long)a->n, (unsigned long long)a->in,
-           (unsigned long long)a->out, (unsigned)a->flags, (unsigned)a->struct_size, (void *)a->stream, k, ws,
-           a->workspace_bytes >= workspace_bytes() ? "enough" : "TOO_FEW", is_current(inst->dev.context));
+           (unsigned long long)a->out, (unsigned)a->flags, (unsigned long long)a->carry_in,
+           (unsigned long long)a->carry_in_count, (unsigned long long)a->total, (unsigned)a->struct_size,
+           (void *)a->stream, k, ws, a->workspace_bytes >= workspace_bytes() ? "enough" : "TOO_FEW",
+           is_current(inst->dev.context));
     return GS_SUCCESS;
 }
 
@@ -231,10 +240,12 @@ static gs_status be_exact_round(gs_backend_instance *inst, const gs_backend_exac
 
 #if defined(FAKE_ABI_1_0) || defined(FAKE_ABI_1_1) || defined(FAKE_ABI_1_2)
 /* Past an older table's end: 1.3's scan functions, never to be called. */
-static gs_status past_end_query_scan(const gs_backend_instance *inst, gs_dtype dtype, gs_op op, gs_dtype out)
+static gs_status past_end_query_scan(const gs_backend_instance *inst, gs_dtype dtype, gs_op op, gs_dtype out,
+                                     uint32_t flags)
 {
     (void)inst;
-    record("PAST_STRUCT_SIZE query_scan dtype=%d op=%d out=%d", (int)dtype, (int)op, (int)out);
+    record("PAST_STRUCT_SIZE query_scan dtype=%d op=%d out=%d flags=%u", (int)dtype, (int)op, (int)out,
+           (unsigned)flags);
     return GS_SUCCESS;
 }
 

@@ -23,8 +23,8 @@ static line_buf scan_line(int dt, int op, int out_dtype, uint64_t n, CUdeviceptr
 {
     line_buf line;
     snprintf(line.text, sizeof line.text,
-             "fake_good: scan dtype=%d op=%d out=%d n=%llu in=0x%llx out=0x%llx flags=%u struct_size=%u stream=%p "
-             "ws=%s bytes=enough current=1",
+             "fake_good: scan dtype=%d op=%d out=%d n=%llu in=0x%llx out=0x%llx flags=%u carry_in=0x0 "
+             "carry_in_count=0 total=0x0 struct_size=%u stream=%p ws=%s bytes=enough current=1",
              dt, op, out_dtype, (unsigned long long)n, (unsigned long long)in, (unsigned long long)out, flags,
              (unsigned)sizeof(gs_backend_scan_args), (void *)stream, ws);
     return line;
@@ -53,7 +53,8 @@ static int scan_args(void)
     CHECK_STATUS(scan_as(ctx, in, 1000, GS_INT32, GS_OP_MIN, GS_OUT_DEFAULT, 0, in + 4000, NULL), GS_SUCCESS);
 
     /* A caller built before flags existed (struct_size 8): flags is not read, whatever
-     * lies there; one built against a longer struct: the rest is ignored. */
+     * lies there; one built before carry_in existed (12): neither are carry_in,
+     * carry_in_count and total; one built against a longer struct: the rest is ignored. */
     struct {
         gs_scan_options o;
         uint32_t future[4];
@@ -62,8 +63,13 @@ static int scan_args(void)
     big.o.struct_size = offsetof(gs_scan_options, flags);
     big.o.out_dtype = GS_OUT_DEFAULT;
     CHECK_STATUS(gs_scan(ctx, pin, 10, GS_INT64, GS_OP_MAX, pout, NULL, &big.o), GS_SUCCESS);
-    big.o.struct_size = sizeof big;
+    big.o.struct_size = offsetof(gs_scan_options, flags) + sizeof big.o.flags;
     big.o.flags = GS_SCAN_EXCLUSIVE;
+    CHECK_STATUS(gs_scan(ctx, pin, 12, GS_INT64, GS_OP_MAX, pout, NULL, &big.o), GS_SUCCESS);
+    big.o.struct_size = sizeof big;
+    big.o.carry_in = NULL;
+    big.o.carry_in_count = 0;
+    big.o.total = NULL;
     CHECK_STATUS(gs_scan(ctx, pin, 11, GS_INT64, GS_OP_MAX, pout, NULL, &big.o), GS_SUCCESS);
     CHECK_STATUS(gs_context_destroy(ctx), GS_SUCCESS);
 
@@ -76,6 +82,7 @@ static int scan_args(void)
         scan_line(GS_FLOAT64, GS_OP_PROD, GS_FLOAT64, 1000, in, in, 0, NULL, "#0 kept"),
         scan_line(GS_INT32, GS_OP_MIN, GS_INT32, 1000, in, in + 4000, 0, NULL, "#0 kept"),
         scan_line(GS_INT64, GS_OP_MAX, GS_INT64, 10, in, out, 0, NULL, "#0 kept"),
+        scan_line(GS_INT64, GS_OP_MAX, GS_INT64, 12, in, out, 1, NULL, "#0 kept"),
         scan_line(GS_INT64, GS_OP_MAX, GS_INT64, 11, in, out, 1, NULL, "#0 kept"),
     };
     const int calls = (int)(sizeof want / sizeof want[0]);
@@ -89,10 +96,11 @@ static int scan_args(void)
             CHECK_FAIL("call %d: no line \"%s\" after line %d in:\n%s", i, want[i].text, at, log);
             break;
         }
-        /* ... right after query_scan of its triple */
+        /* ... right after query_scan of its triple and flags */
         char q[128];
         const char *dt = strstr(want[i].text, "dtype="), *end = strstr(want[i].text, " n=");
-        snprintf(q, sizeof q, "fake_good: query_scan %.*s", (int)(end - dt), dt);
+        const char *flags = strstr(want[i].text, " flags="), *flags_end = strstr(want[i].text, " carry_in=");
+        snprintf(q, sizeof q, "fake_good: query_scan %.*s%.*s", (int)(end - dt), dt, (int)(flags_end - flags), flags);
         CHECK_INT(line_number(log, q, at), line - 1);
         at = line + 1;
     }
@@ -141,8 +149,8 @@ static int scan_refused(void)
         CHECK_STATUS(gs_scan(ctx, pin, 10, GS_FLOAT32, GS_OP_SUM, pout, NULL, &o), GS_ERROR_INVALID_ARGUMENT);
     }
     CHECK_HAS(gs_last_error_message(), "struct_size");
-    CHECK_STATUS(scan_as(ctx, in, 10, GS_FLOAT32, GS_OP_SUM, D, 2u, out, NULL), GS_ERROR_INVALID_ARGUMENT);
-    CHECK_HAS(gs_last_error_message(), "reserved flags 0x2");
+    CHECK_STATUS(scan_as(ctx, in, 10, GS_FLOAT32, GS_OP_SUM, D, 4u, out, NULL), GS_ERROR_INVALID_ARGUMENT);
+    CHECK_HAS(gs_last_error_message(), "reserved flags 0x4");
     CHECK_STATUS(scan_as(ctx, in, 10, GS_FLOAT32, GS_OP_SUM, D, 0x80000001u, out, NULL), GS_ERROR_INVALID_ARGUMENT);
     /* pointers: NULL, misaligned, overlapping, wrapping, past the allocation, host memory */
     CHECK_STATUS(gs_scan(ctx, pin, 10, GS_FLOAT32, GS_OP_SUM, NULL, NULL, NULL), GS_ERROR_INVALID_ARGUMENT);
@@ -174,7 +182,7 @@ static int scan_refused(void)
     /* valid, but the backend's query_scan refuses it (the fake refuses bfloat16) */
     CHECK_STATUS(scan_as(ctx, in, 10, GS_BFLOAT16, GS_OP_SUM, GS_FLOAT32, 0, out, NULL), GS_ERROR_UNSUPPORTED);
     CHECK_HAS(gs_last_error_message(), "fake_good does not offer scans of sum over bf16 into f32");
-    CHECK_INT(backend_log_lines("fake_good: query_scan dtype=7 op=0 out=4"), 1);
+    CHECK_INT(backend_log_lines("fake_good: query_scan dtype=7 op=0 out=4 flags=0"), 1);
 
     CHECK_INT(backend_log_lines("fake_good: scan "), 0);
     CHECK_STATUS(gs_context_destroy(ctx), GS_SUCCESS);
