@@ -268,6 +268,16 @@ static int older_backend(const test_case *c)
                  GS_ERROR_UNSUPPORTED);
     CHECK_HAS(gs_last_error_message(), "has no scan");
     CHECK_HAS(gs_last_error_message(), version);
+    /* An exact scan too, and one of n == 0 that asks only for its total (which launches on a
+     * 1.3 backend). */
+    const gs_scan_options total_only = {.struct_size = sizeof total_only, .out_dtype = GS_OUT_DEFAULT,
+                                        .flags = GS_SCAN_EXACT, .total = (gs_exact_acc *)(uintptr_t)(in + 2048)};
+    CHECK_STATUS(gs_scan(ctx, NULL, 0, GS_FLOAT32, GS_OP_SUM, NULL, NULL, &total_only), GS_ERROR_UNSUPPORTED);
+    CHECK_HAS(gs_last_error_message(), "has no scan");
+    CHECK_HAS(gs_last_error_message(), version);
+    CHECK_STATUS(gs_scan(ctx, (const void *)(uintptr_t)in, 10, GS_FLOAT64, GS_OP_SUM, (void *)(uintptr_t)out, NULL,
+                         &total_only),
+                 GS_ERROR_UNSUPPORTED);
     /* So is rounding accumulators on the device. */
     CHECK_STATUS(gs_exact_round_device(ctx, (const gs_exact_acc *)(uintptr_t)in, 1, GS_FLOAT32,
                                        (void *)(uintptr_t)out, NULL),

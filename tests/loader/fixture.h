@@ -74,7 +74,7 @@ typedef struct test_case {
 
 /* Each area file's table, ended by END_OF_CASES; run.c walks them in this order. */
 extern const test_case driver_cases[], forced_cases[], files_cases[], selection_cases[], real_cases[],
-    calls_cases[], scan_cases[], workspace_cases[], queue_cases[], exact_round_cases[];
+    calls_cases[], scan_cases[], scan_exact_cases[], workspace_cases[], queue_cases[], exact_round_cases[];
 
 /* ---- files and logs ------------------------------------------------------------------- */
 

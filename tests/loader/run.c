@@ -3,8 +3,8 @@
  * calls the core makes into a backend, per-stream workspaces and the work queue's host
  * functions -- all against the fake CUDA driver (tests/fake/fake_cuda.c) and fake or real
  * backends, on any machine. The cases are in one file per area (driver.c, forced.c,
- * files.c, selection.c, real.c, calls.c, scan.c, workspace.c, queue.c), each with its
- * table; this file runs them:
+ * files.c, selection.c, real.c, calls.c, scan.c, scan_exact.c, workspace.c, queue.c,
+ * exact_round.c), each with its table; this file runs them:
  *
  *   test_loader                 runs every case, each in a child, and summarises
  *   test_loader CASE            runs CASE in a child (what meson's test() per case calls)
@@ -30,9 +30,9 @@
 
 #include "sandbox.h"
 
-static const test_case *const areas[] = {driver_cases, forced_cases, files_cases, selection_cases,
-                                         real_cases,   calls_cases,  scan_cases,      workspace_cases,
-                                         queue_cases,  exact_round_cases};
+static const test_case *const areas[] = {driver_cases,     forced_cases,    files_cases, selection_cases,
+                                         real_cases,       calls_cases,     scan_cases,  scan_exact_cases,
+                                         workspace_cases,  queue_cases,     exact_round_cases};
 
 #define FOR_EACH_CASE(c)                                                           \
     for (size_t area_ = 0; area_ < sizeof areas / sizeof areas[0]; area_++)        \
