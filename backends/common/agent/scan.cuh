@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <type_traits>
+
 #include "agent/scan_lookback.cuh"
 #include "block/scan.cuh"
 #include "gridsync_device.cuh"
@@ -27,11 +29,11 @@ namespace gs {
 template <int kBytes> struct ThreadVec { typedef uint4 type; };
 template <> struct ThreadVec<8> { typedef uint2 type; };
 
-template <typename Op> struct ScanShape {
+template <typename Op, int kThreadsOf = GS_SCAN_THREADS> struct ScanShape {
     typedef typename Op::In In;
     typedef typename Op::OutT Out;
     typedef typename Op::Acc V;
-    static const int kThreads = GS_SCAN_THREADS;
+    static const int kThreads = kThreadsOf;
     static const int kItems = GS_SCAN_ITEMS(sizeof(Out));
     static const int kTile = kThreads * kItems;
     static const int kInBytes = kItems * (int)sizeof(In), kOutBytes = kItems * (int)sizeof(Out);
@@ -68,14 +70,27 @@ template <int kBytes, int kChunk, typename T> __device__ __forceinline__ void ch
     *(TV *)((unsigned char *)stage + threadIdx.x * kBytes + c * kChunk) = v;
 }
 
+/* How a scan turns elements into carried values and values into results: the op's own
+ * lift and result. An edge with kExact (agent/scan_exact.cuh) holds a launch's anchor, a
+ * carry-in (origin) that precedes every element, and writes the elements' total. */
+template <typename Op> struct ScanEdge {
+    static const bool kExact = false;
+    /* kAlone: one block takes every tile (values too wide for the ring); kThreads: the block */
+    static const bool kAlone = false;
+    static const int kThreads = GS_SCAN_THREADS;
+    __device__ __forceinline__ typename Op::Acc lift(typename Op::In x) const { return Op::lift(x, 0); }
+    __device__ __forceinline__ typename Op::OutT result(typename Op::Acc v) const { return Op::result(v); }
+};
+
 /* Step 7 for one element: the output, and the running value after it. */
-template <typename Op>
-__device__ __forceinline__ typename Op::OutT scan_step(Maybe<Op> &run, typename Op::In x, bool exclusive)
+template <typename Op, typename Edge>
+__device__ __forceinline__ typename Op::OutT scan_step(const Edge &edge, Maybe<Op> &run, typename Op::In x,
+                                                      bool exclusive)
 {
-    const typename Op::Acc xv = Op::lift(x, 0);
-    const typename Op::OutT before = Op::result(run.has ? run.v : Op::identity());
+    const typename Op::Acc xv = edge.lift(x);
+    const typename Op::OutT before = edge.result(run.has ? run.v : Op::identity());
     run = Maybe<Op>{run.has ? Op::combine(run.v, xv) : xv, true};
-    return exclusive ? before : Op::result(run.v);
+    return exclusive ? before : edge.result(run.v);
 }
 
 /* The scan's op: Op, except that MIN and MAX keep the left operand unless the right one is
@@ -98,18 +113,19 @@ template <typename T, typename Out> struct ScanOp<OpMax<T, Out> > : OpMax<T, Out
  * block and makes the ntiles + gridDim.x tickets fit 32 bits: each block stops at its first
  * ticket past the tiles.
  */
-template <typename Policy, typename KernelOp>
+template <typename Policy, typename KernelOp, typename Edge = ScanEdge<ScanOp<KernelOp> > >
 __device__ __forceinline__ void scan_kernel(const typename KernelOp::In *in, uint64_t n, typename KernelOp::OutT *out,
-                                            unsigned char *workspace, unsigned int flags)
+                                            unsigned char *workspace, unsigned int flags, const Edge &edge = Edge())
 {
     typedef ScanOp<KernelOp> Op;
-    typedef ScanShape<Op> S;
+    typedef ScanShape<Op, Edge::kThreads> S;
     typedef typename S::In In;
     typedef typename S::Out Out;
     typedef typename S::V V;
     const int kItems = S::kItems, kTile = S::kTile, kThreads = S::kThreads;
     __shared__ typename S::Smem sm;
-    const ScanRing<V> ring(workspace);
+    typedef typename std::conditional<Edge::kAlone, ScanNoRing, ScanRing<V> >::type Ring;
+    const Ring ring(workspace);
     unsigned int *ticket = (unsigned int *)(workspace + GS_TICKET_OFFSET);
     unsigned int *exits = (unsigned int *)(workspace + GS_SCAN_EXITS_OFFSET);
     const uint32_t ntiles = (uint32_t)((n + kTile - 1) / kTile);
@@ -117,7 +133,7 @@ __device__ __forceinline__ void scan_kernel(const typename KernelOp::In *in, uin
     const bool vec_in = ((uintptr_t)in & 15u) == 0, vec_out = ((uintptr_t)out & 15u) == 0;
     /* One block alone takes the tiles in order and keeps the carries itself: no ticket, no
      * ring, the same folds (hostref/scan.c's loop). */
-    const bool alone = gridDim.x == 1;
+    const bool alone = Edge::kAlone || gridDim.x == 1;
     Maybe<Op> before{V(), false}, within{V(), false};
     const int t = threadIdx.x;
     /* A block takes its next tile only when it is free for it, so the lowest tile left is
@@ -132,17 +148,19 @@ __device__ __forceinline__ void scan_kernel(const typename KernelOp::In *in, uin
             /* Every block ends here once; the last to arrive (acq_rel, after a fence that
              * orders the block's ring writes before it) finds every tile done and puts the
              * ring, the ticket and the exits back to zero for the next launch. */
-            if (!alone) {
-                if (t == 0) {
-                    __threadfence();
-                    sm.last = gs_ticket_acq_rel(exits) == gridDim.x - 1;
-                }
-                __syncthreads();
-                if (sm.last) {
-                    ring.reset((ntiles + GS_SCAN_GROUP - 1) / GS_SCAN_GROUP);
+            if constexpr (!Edge::kAlone) {
+                if (!alone) {
                     if (t == 0) {
-                        *ticket = 0;
-                        *exits = 0;
+                        __threadfence();
+                        sm.last = gs_ticket_acq_rel(exits) == gridDim.x - 1;
+                    }
+                    __syncthreads();
+                    if (sm.last) {
+                        ring.reset((ntiles + GS_SCAN_GROUP - 1) / GS_SCAN_GROUP);
+                        if (t == 0) {
+                            *ticket = 0;
+                            *exits = 0;
+                        }
                     }
                 }
             }
@@ -181,7 +199,7 @@ __device__ __forceinline__ void scan_kernel(const typename KernelOp::In *in, uin
             for (int i = 0; i < S::kInPer; i++) {
                 const int k = c * S::kInPer + i;
                 if (k < mine)
-                    a = k ? Op::combine(a, Op::lift(xs[i], 0)) : Op::lift(xs[i], 0);
+                    a = k ? Op::combine(a, edge.lift(xs[i])) : edge.lift(xs[i]);
             }
         }
         /* 2-4: I_t for every thread; P_t = I_{t-1}; AGG_j = I_{kThreads-1} */
@@ -197,8 +215,14 @@ __device__ __forceinline__ void scan_kernel(const typename KernelOp::In *in, uin
                 before = Maybe<Op>::join(before, within);
                 within = Maybe<Op>{V(), false};
             }
-        } else {
+        } else if constexpr (!Edge::kAlone) {
             carry = scan_carry<Op>(ring, j, agg, sm.lookback);
+        }
+        if constexpr (Edge::kExact) {
+            /* the ring and the alone path carry the elements alone; the carry-in goes first */
+            if (j == ntiles - 1)
+                edge.total(Maybe<Op>::join(carry, Maybe<Op>{agg, true}).v, n);
+            carry = Maybe<Op>::join(Maybe<Op>{edge.origin, true}, carry);
         }
         /* 6, 7: T_t, then each element; exclusive outputs the running value before it. The
          * stage still holds the input: read again, the outputs written over it. */
@@ -213,7 +237,7 @@ __device__ __forceinline__ void scan_kernel(const typename KernelOp::In *in, uin
 #pragma unroll
                 for (int i = 0; i < S::kInPer; i++)
                     if (c * S::kInPer + i < mine)
-                        ys[i] = scan_step<Op>(run, xs[i], exclusive);
+                        ys[i] = scan_step<Op>(edge, run, xs[i], exclusive);
                 chunk_put<S::kOutBytes, S::kInChunk>(sm.stage, c, ys);
             }
         } else {
@@ -227,7 +251,7 @@ __device__ __forceinline__ void scan_kernel(const typename KernelOp::In *in, uin
 #pragma unroll
             for (int k = 0; k < kItems; k++)
                 if (k < mine)
-                    ys[k] = scan_step<Op>(run, xs[k], exclusive);
+                    ys[k] = scan_step<Op>(edge, run, xs[k], exclusive);
 #pragma unroll
             for (int c = 0; c < S::kOutBytes / 16; c++)
                 chunk_put<S::kOutBytes, 16>(sm.stage, c, ys + c * (16 / (int)sizeof(Out)));

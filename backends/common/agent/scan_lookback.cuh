@@ -68,7 +68,7 @@ enum ScanFlag : unsigned int { kScanWait = 0, kScanAgg = 1, kScanIncl = 2, kScan
 
 template <typename V> struct ScanRing {
     static const unsigned int kWords = sizeof(V) / 4;
-    static_assert(sizeof(V) == 4 || sizeof(V) == 8, "4- or 8-byte values");
+    static_assert(sizeof(V) % 4 == 0, "whole 32-bit words (4 and 8 bytes; the exact scan's fixed point wider)");
     static const unsigned int kG = GS_SCAN_GROUP;
     static const unsigned int kSlots = GS_SCAN_SLOTS(sizeof(V));
     static_assert(kSlots >= 2, "steps 1 and 4 need two slots at least");
@@ -142,6 +142,11 @@ template <typename V> struct ScanRing {
         for (unsigned int i = threadIdx.x; i < used; i += blockDim.x)
             done[i] = 0;
     }
+};
+
+/* No ring: a scan whose blocks run alone (ScanEdge::kAlone) never touches one. */
+struct ScanNoRing {
+    __device__ __forceinline__ explicit ScanNoRing(unsigned char *) {}
 };
 
 /* A value that may be absent ("none" in hostref/scan.c): a op b, or whichever exists. */
