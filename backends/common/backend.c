@@ -18,6 +18,7 @@
 #include "gridsync_backend.h"
 #include "dispatch/grid.h"
 #include "dispatch/kernel_list.h"
+#include "launch.h"
 #include "modules.h"
 #include "scan_order.h"
 
@@ -27,7 +28,7 @@
 
 #define GS_EXPORT __attribute__((visibility("default")))
 
-_Static_assert(GS_NKERNELS < 255 && GS_NSCAN_KERNELS < 255, "the kernel indices hold indices in a byte");
+_Static_assert(GS_NKERNELS < 255, "the kernel indices hold indices in a byte");
 
 #define GS_EXACT_PAIR(dt, o) || (dtype == GS_DT_##dt && out == GS_DT_##o)
 
@@ -58,7 +59,6 @@ static int find_segexact(gs_dtype dtype, gs_op op, gs_dtype out)
  * entry point, so a launch looks its kernel up in constant time. */
 static unsigned char kernel_index[GS_DTYPE_COUNT][GS_OP_COUNT][GS_DTYPE_COUNT];
 static unsigned char seg_kernel_index[GS_DTYPE_COUNT][GS_OP_COUNT][GS_DTYPE_COUNT];
-static unsigned char scan_kernel_index[GS_DTYPE_COUNT][GS_OP_COUNT][GS_DTYPE_COUNT];
 
 static void index_kernels(void)
 {
@@ -70,10 +70,7 @@ static void index_kernels(void)
         const kernel_entry *e = &gs_kernel_table_segmented[k];
         seg_kernel_index[e->dtype][e->op][e->out] = (unsigned char)(k + 1);
     }
-    for (int k = 0; k < GS_NSCAN_KERNELS; k++) {
-        const kernel_entry *e = &gs_kernel_table_scan[k];
-        scan_kernel_index[e->dtype][e->op][e->out] = (unsigned char)(k + 1);
-    }
+    gs_scan_index_kernels();
 }
 
 static int lookup(unsigned char (*index)[GS_OP_COUNT][GS_DTYPE_COUNT], gs_dtype dtype, gs_op op, gs_dtype out)
@@ -197,10 +194,10 @@ static uint64_t be_workspace_size(const gs_backend_instance *inst)
 
 /* Kernel k of family, set up at its first call (modules.c); k < 0: no kernel does op over
  * dtype into out, GS_ERROR_UNSUPPORTED. */
-static gs_status kernel_for(gs_backend_instance *inst, gs_family family, int k, gs_op op, gs_dtype dtype,
+gs_status gs_kernel_for(gs_backend_instance *inst, gs_family family, int k, gs_op op, gs_dtype dtype,
                             gs_dtype out, const gs_kernel_slot **s)
 {
-    static const char *const kinds[GS_FAM_COUNT] = {"", "segmented ", "exact ", "scan "};
+    static const char *const kinds[GS_FAM_COUNT] = {"", "segmented ", "exact ", "scan ", "exact scan "};
     if (k < 0) {
         gs_host->set_error("%s backend: no %skernel for %s over %s into %s", GS_BACKEND_NAME, kinds[family],
                            gs_op_name(op), gs_dtype_name(dtype), gs_dtype_name(out));
@@ -211,7 +208,7 @@ static gs_status kernel_for(gs_backend_instance *inst, gs_family family, int k, 
 
 /* The core hands every launch the stream's workspace; one smaller than this backend's
  * regions is the core's bug, refused before any kernel could run past it. */
-static gs_status workspace_fits(uint64_t bytes)
+gs_status gs_workspace_fits(uint64_t bytes)
 {
     if (bytes >= GS_WORKSPACE_BYTES)
         return GS_SUCCESS;
@@ -221,7 +218,7 @@ static gs_status workspace_fits(uint64_t bytes)
 }
 
 /* One launch of kernel `name` (s) on grid blocks of `block` threads. */
-static gs_status launch_block(const gs_kernel_slot *s, const char *name, unsigned int grid, unsigned int block,
+gs_status gs_launch_block(const gs_kernel_slot *s, const char *name, unsigned int grid, unsigned int block,
                               CUstream stream, void **params)
 {
     CUresult rc = gs_host->cuLaunchKernel(s->fn, grid, 1, 1, block, 1, 1, 0, stream, params, NULL);
@@ -233,11 +230,6 @@ static gs_status launch_block(const gs_kernel_slot *s, const char *name, unsigne
     return GS_SUCCESS;
 }
 
-/* One launch of kernel `name` (s) on grid blocks of GS_BACKEND_BLOCK threads. */
-static gs_status launch(const gs_kernel_slot *s, const char *name, unsigned int grid, CUstream stream, void **params)
-{
-    return launch_block(s, name, grid, GS_BACKEND_BLOCK, stream, params);
-}
 
 /* An exact sum (agent/exact.cuh): its grid (gs_grid_for_exact), but at least n /
  * GS_EXACT_BLOCK_ELEMENTS blocks (the kernel's limb bound), or what GRIDSYNC_TEST_EXACT_GRID
@@ -246,7 +238,7 @@ static gs_status exact_reduce(gs_backend_instance *inst, const gs_backend_reduce
 {
     const int k = a->op == GS_OP_SUM ? find_exact(a->dtype, a->out_dtype) : -1;
     const gs_kernel_slot *s;
-    gs_status st = kernel_for(inst, GS_FAM_EXACT, k, a->op, a->dtype, a->out_dtype, &s);
+    gs_status st = gs_kernel_for(inst, GS_FAM_EXACT, k, a->op, a->dtype, a->out_dtype, &s);
     if (st != GS_SUCCESS)
         return st;
     const uint64_t least = (a->n + GS_EXACT_BLOCK_ELEMENTS - 1) / GS_EXACT_BLOCK_ELEMENTS;
@@ -266,26 +258,26 @@ static gs_status exact_reduce(gs_backend_instance *inst, const gs_backend_reduce
     int out_dtype = (int)a->out_dtype;
     unsigned int mode = a->flags == GS_BACKEND_REDUCE_EXACT_ACCUMULATOR;
     void *params[] = {&in, &n, &out, &ws, &out_dtype, &mode};
-    return launch(s, gs_kernel_table_exact[k].name, (unsigned int)grid, a->stream, params);
+    return gs_launch(s, gs_kernel_table_exact[k].name, (unsigned int)grid, a->stream, params);
 }
 
 static gs_status be_reduce(gs_backend_instance *inst, const gs_backend_reduce_args *a)
 {
-    gs_status st = workspace_fits(a->workspace_bytes);
+    gs_status st = gs_workspace_fits(a->workspace_bytes);
     if (st != GS_SUCCESS)
         return st;
     if (core_sends_flags() && a->flags)
         return exact_reduce(inst, a);
     const int k = find_kernel(a->dtype, a->op, a->out_dtype);
     const gs_kernel_slot *s;
-    st = kernel_for(inst, GS_FAM_REDUCE, k, a->op, a->dtype, a->out_dtype, &s);
+    st = gs_kernel_for(inst, GS_FAM_REDUCE, k, a->op, a->dtype, a->out_dtype, &s);
     if (st != GS_SUCCESS)
         return st;
     unsigned int grid = gs_grid_for(a->n, gs_dtype_size(a->dtype), inst->l2_bytes, s->max_blocks, s->max_blocks_dram);
     CUdeviceptr in = a->in, out = a->out, ws = a->workspace;
     uint64_t n = a->n;
     void *params[] = {&in, &n, &out, &ws};
-    return launch(s, gs_kernel_table_reduce[k].name, grid, a->stream, params);
+    return gs_launch(s, gs_kernel_table_reduce[k].name, grid, a->stream, params);
 }
 
 /* The segmented reduction's split (backends/common/segmented.cuh): chunks of the n + S
@@ -326,12 +318,12 @@ static gs_status be_segmented_reduce(gs_backend_instance *inst, const gs_backend
     const int k = exact ? find_segexact(a->dtype, a->op, a->out_dtype)
                         : lookup(seg_kernel_index, a->dtype, a->op, a->out_dtype);
     if (k < 0)
-        return kernel_for(inst, family, k, a->op, a->dtype, a->out_dtype, NULL);
-    gs_status st = workspace_fits(a->workspace_bytes);
+        return gs_kernel_for(inst, family, k, a->op, a->dtype, a->out_dtype, NULL);
+    gs_status st = gs_workspace_fits(a->workspace_bytes);
     if (st != GS_SUCCESS)
         return st;
     const gs_kernel_slot *s;
-    st = kernel_for(inst, family, k, a->op, a->dtype, a->out_dtype, &s);
+    st = gs_kernel_for(inst, family, k, a->op, a->dtype, a->out_dtype, &s);
     if (st != GS_SUCCESS)
         return st;
     uint64_t chunk;
@@ -342,47 +334,7 @@ static gs_status be_segmented_reduce(gs_backend_instance *inst, const gs_backend
     CUdeviceptr in = a->in, offsets = a->offsets, out = a->out, ws = a->workspace;
     uint64_t n = a->n, nseg = a->num_segments;
     void *params[] = {&in, &n, &offsets, &nseg, &out, &ws, &chunk, &nchunks};
-    return launch(s, (exact ? gs_kernel_table_exact : gs_kernel_table_segmented)[k].name, grid, a->stream, params);
-}
-
-static gs_status be_query_scan(const gs_backend_instance *inst, gs_dtype dtype, gs_op op, gs_dtype out)
-{
-    (void)inst;
-    return lookup(scan_kernel_index, dtype, op, out) >= 0 ? GS_SUCCESS : GS_ERROR_UNSUPPORTED;
-}
-
-/* A scan (agent/scan.cuh): its blocks stay resident and take tiles from the ticket, so the
- * grid is what fits (max_blocks, from the occupancy), at most one block per tile, and at
- * most half the tiles of the ring, so that a block seldom waits for a slot
- * (agent/scan_lookback.cuh, step 1); or what GRIDSYNC_TEST_SCAN_GRID forces. Any grid
- * gives the same bits. The tickets (tiles + grid) count in 32 bits. */
-static gs_status be_scan(gs_backend_instance *inst, const gs_backend_scan_args *a)
-{
-    const int k = lookup(scan_kernel_index, a->dtype, a->op, a->out_dtype);
-    const gs_kernel_slot *s;
-    gs_status st = kernel_for(inst, GS_FAM_SCAN, k, a->op, a->dtype, a->out_dtype, &s);
-    if (st != GS_SUCCESS)
-        return st;
-    if ((st = workspace_fits(a->workspace_bytes)) != GS_SUCCESS)
-        return st;
-    const uint64_t out_bytes = gs_dtype_size(a->out_dtype);
-    const uint64_t tile = (uint64_t)GS_SCAN_THREADS * GS_SCAN_ITEMS(out_bytes);
-    const uint64_t tiles = a->n / tile + (a->n % tile != 0);
-    const uint64_t ring = (uint64_t)GS_SCAN_SLOTS(GS_SCAN_VALUE_BYTES(out_bytes)) * GS_SCAN_GROUP;
-    uint64_t grid = inst->scan_grid ? inst->scan_grid : s->max_blocks < ring / 2 ? s->max_blocks : ring / 2;
-    if (grid > tiles)
-        grid = tiles;
-    if (tiles + grid > UINT32_MAX) {
-        gs_host->set_error("%s backend: a scan into %s takes at most %llu elements, not %llu", GS_BACKEND_NAME,
-                           gs_dtype_name(a->out_dtype), (unsigned long long)((UINT32_MAX - grid) * tile),
-                           (unsigned long long)a->n);
-        return GS_ERROR_INVALID_ARGUMENT;
-    }
-    CUdeviceptr in = a->in, out = a->out, ws = a->workspace;
-    uint64_t n = a->n;
-    unsigned int flags = a->flags & GS_BACKEND_SCAN_EXCLUSIVE;
-    void *params[] = {&in, &n, &out, &ws, &flags};
-    return launch_block(s, gs_kernel_table_scan[k].name, (unsigned int)grid, GS_SCAN_THREADS, a->stream, params);
+    return gs_launch(s, (exact ? gs_kernel_table_exact : gs_kernel_table_segmented)[k].name, grid, a->stream, params);
 }
 
 /* Rounding exact accumulators (agent/exact_round.cuh): one per thread, so at most one block
@@ -400,7 +352,7 @@ static gs_status be_exact_round(gs_backend_instance *inst, const gs_backend_exac
     uint64_t count = a->count;
     int out_dtype = (int)a->out_dtype;
     void *params[] = {&acc, &count, &out, &out_dtype};
-    return launch(s, gs_kernel_table_exact[GS_EXACT_ROUND_INDEX].name, grid, a->stream, params);
+    return gs_launch(s, gs_kernel_table_exact[GS_EXACT_ROUND_INDEX].name, grid, a->stream, params);
 }
 
 static const gs_backend_ops ops = {
@@ -414,8 +366,8 @@ static const gs_backend_ops ops = {
     .reduce = be_reduce,
     .segmented_reduce = be_segmented_reduce,
     .query_reduce_flags = be_query_reduce_flags,
-    .query_scan = be_query_scan,
-    .scan = be_scan,
+    .query_scan = gs_be_query_scan,
+    .scan = gs_be_scan,
     .exact_round = be_exact_round,
 };
 

@@ -21,38 +21,53 @@ extern const unsigned char gs_fatbin_segmented[];
 extern const unsigned char gs_fatbin_exact[];
 extern const unsigned char gs_fatbin_scan_float[];
 extern const unsigned char gs_fatbin_scan_int[];
+extern const unsigned char gs_fatbin_scan_exact[];
 
 static const unsigned char *const fatbins[GS_MOD_COUNT] = {
     gs_fatbin_reduce, gs_fatbin_reduce_float, gs_fatbin_reduce_int, gs_fatbin_segmented,
-    gs_fatbin_exact,  gs_fatbin_scan_float,   gs_fatbin_scan_int};
+    gs_fatbin_exact,  gs_fatbin_scan_float,   gs_fatbin_scan_int, gs_fatbin_scan_exact};
 static const char *const module_names[GS_MOD_COUNT] = {
     "gs_reduce (float32)", "gs_reduce (other float types)", "gs_reduce (integer types)", "segmented",
-    "exact-sum",           "gs_scan (float types)",         "gs_scan (integer types)"};
+    "exact-sum",           "gs_scan (float types)",         "gs_scan (integer types)",       "exact gs_scan"};
 
 const gs_backend_host *gs_host;
 
 #define GS_MOD_OF2(module) GS_MOD_##module
 #define GS_MOD_OF(module) GS_MOD_OF2(module)
 #define GS_KERNEL_ENTRY(dt, op, o) \
-    {GS_DT_##dt, GS_OPV_##op, GS_DT_##o, "gs_reduce_" #dt "_" #op "_" #o, 0, GS_MOD_OF(GS_REDUCE_MODULE_##dt)},
+    {GS_DT_##dt, GS_OPV_##op, GS_DT_##o, "gs_reduce_" #dt "_" #op "_" #o, 0, GS_MOD_OF(GS_REDUCE_MODULE_##dt), 0},
 const kernel_entry gs_kernel_table_reduce[GS_NKERNELS] = {GS_KERNELS(GS_KERNEL_ENTRY)};
 #define GS_SEG_KERNEL_ENTRY(dt, op, o) \
-    {GS_DT_##dt, GS_OPV_##op, GS_DT_##o, "gs_segreduce_" #dt "_" #op "_" #o, 1, GS_MOD_SEGMENTED},
+    {GS_DT_##dt, GS_OPV_##op, GS_DT_##o, "gs_segreduce_" #dt "_" #op "_" #o, 1, GS_MOD_SEGMENTED, 0},
 const kernel_entry gs_kernel_table_segmented[GS_NSEG_KERNELS] = {GS_SEG_KERNELS(GS_SEG_KERNEL_ENTRY)};
-#define GS_EXACT_KERNEL_ENTRY(dt) {GS_DT_##dt, GS_OP_SUM, GS_DT_##dt, "gs_exact_" #dt, 0, GS_MOD_EXACT},
-#define GS_SEGEXACT_KERNEL_ENTRY(dt) {GS_DT_##dt, GS_OP_SUM, GS_DT_##dt, "gs_segexact_" #dt, 1, GS_MOD_EXACT},
+#define GS_EXACT_KERNEL_ENTRY(dt) {GS_DT_##dt, GS_OP_SUM, GS_DT_##dt, "gs_exact_" #dt, 0, GS_MOD_EXACT, 0},
+#define GS_SEGEXACT_KERNEL_ENTRY(dt) {GS_DT_##dt, GS_OP_SUM, GS_DT_##dt, "gs_segexact_" #dt, 1, GS_MOD_EXACT, 0},
 #define GS_NAME_OF2(name) #name
 #define GS_NAME_OF(name) GS_NAME_OF2(name)
 /* The rounding kernel reads accumulators (int64 words) into any float type, an argument. */
 const kernel_entry gs_kernel_table_exact[GS_NEXACT_KERNELS] = {
     GS_EXACT_KERNELS(GS_EXACT_KERNEL_ENTRY) GS_SEGEXACT_KERNELS(GS_SEGEXACT_KERNEL_ENTRY)
-    {GS_INT64, GS_OP_SUM, GS_FLOAT64, GS_NAME_OF(GS_EXACT_ROUND_KERNEL), 0, GS_MOD_EXACT}};
+    {GS_INT64, GS_OP_SUM, GS_FLOAT64, GS_NAME_OF(GS_EXACT_ROUND_KERNEL), 0, GS_MOD_EXACT, 0}};
 /* gs_scan's kernels run on the resident blocks: "queued", as the tiles come from a ticket. */
 #define GS_SCAN_KERNEL_ENTRY(dt, op, o) \
-    {GS_DT_##dt, GS_OPV_##op, GS_DT_##o, "gs_scan_" #dt "_" #op "_" #o, 1, GS_MOD_OF(GS_SCAN_MODULE_##dt)},
+    {GS_DT_##dt, GS_OPV_##op, GS_DT_##o, "gs_scan_" #dt "_" #op "_" #o, 1, GS_MOD_OF(GS_SCAN_MODULE_##dt), 0},
 const kernel_entry gs_kernel_table_scan[GS_NSCAN_KERNELS] = {GS_SCAN_KERNELS(GS_SCAN_KERNEL_ENTRY)};
+/* The exact scans' range kernels run on GS_BACKEND_BLOCK threads, the scans on
+ * GS_SCAN_THREADS but the widest on GS_EXACT_SCAN_WIDE_THREADS (agent/scan_exact.cuh). */
+#define GS_SCAN_EXACT_RANGE_ENTRY(dt) \
+    {GS_DT_##dt, GS_OP_SUM, GS_DT_##dt, "gs_scan_exact_range_" #dt, 0, GS_MOD_SCAN_EXACT, GS_BACKEND_BLOCK},
+#define GS_SCAN_EXACT_ENTRY_W(dt, o, w)                                                                    \
+    {GS_DT_##dt, GS_OP_SUM, GS_DT_##o, "gs_scan_exact_" #dt "_" #o "_w" #w, 1, GS_MOD_SCAN_EXACT,          \
+     (w) == GS_EXACT_SCAN_WIDE ? GS_EXACT_SCAN_WIDE_THREADS : GS_SCAN_THREADS},
+#define GS_SCAN_EXACT_ENTRY_4(dt, o) GS_SCAN_EXACT_ENTRY_W(dt, o, 4)
+#define GS_SCAN_EXACT_ENTRY_10(dt, o) GS_SCAN_EXACT_ENTRY_W(dt, o, 10)
+#define GS_SCAN_EXACT_ENTRY_72(dt, o) GS_SCAN_EXACT_ENTRY_W(dt, o, 72)
+#define GS_SCAN_EXACT_WIDTH_ENTRIES(w) GS_EXACT_OUTPUTS(GS_SCAN_EXACT_ENTRY_##w)
+const kernel_entry gs_kernel_table_scan_exact[GS_NSCAN_EXACT_KERNELS] = {
+    GS_EXACT_KERNELS(GS_SCAN_EXACT_RANGE_ENTRY) GS_SCAN_EXACT_WIDTHS(GS_SCAN_EXACT_WIDTH_ENTRIES)};
 static const kernel_entry *const tables[GS_FAM_COUNT] = {gs_kernel_table_reduce, gs_kernel_table_segmented,
-                                                         gs_kernel_table_exact, gs_kernel_table_scan};
+                                                         gs_kernel_table_exact, gs_kernel_table_scan,
+                                                         gs_kernel_table_scan_exact};
 
 double gs_now_ms(void)
 {

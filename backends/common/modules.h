@@ -22,6 +22,7 @@
 
 #define GS_COUNT_KERNEL(dt, op, o) +1
 #define GS_COUNT_EXACT(dt) +1
+#define GS_COUNT_KERNEL2(dt, o) +1
 enum {
     GS_NKERNELS = 0 GS_KERNELS(GS_COUNT_KERNEL),
     GS_NSEG_KERNELS = 0 GS_SEG_KERNELS(GS_COUNT_KERNEL),
@@ -30,7 +31,10 @@ enum {
     GS_NEXACT_PLAIN = 0 GS_EXACT_KERNELS(GS_COUNT_EXACT),
     GS_EXACT_ROUND_INDEX = GS_NEXACT_PLAIN GS_SEGEXACT_KERNELS(GS_COUNT_EXACT),
     GS_NEXACT_KERNELS = GS_EXACT_ROUND_INDEX + 1,
-    GS_NSCAN_KERNELS = 0 GS_SCAN_KERNELS(GS_COUNT_KERNEL)
+    GS_NSCAN_KERNELS = 0 GS_SCAN_KERNELS(GS_COUNT_KERNEL),
+    /* exact scans: the range kernels, then the scans of each width */
+    GS_NSCAN_EXACT_PAIRS = 0 GS_EXACT_OUTPUTS(GS_COUNT_KERNEL2),
+    GS_NSCAN_EXACT_KERNELS = GS_NEXACT_PLAIN + GS_NSCAN_EXACT_PAIRS * (0 GS_SCAN_EXACT_WIDTHS(GS_COUNT_EXACT))
 };
 
 #define GS_DT_i32 GS_INT32
@@ -53,7 +57,14 @@ enum {
 #define GS_OPV_or GS_OP_BIT_OR
 #define GS_OPV_xor GS_OP_BIT_XOR
 
-typedef enum gs_family { GS_FAM_REDUCE, GS_FAM_SEGMENTED, GS_FAM_EXACT, GS_FAM_SCAN, GS_FAM_COUNT } gs_family;
+typedef enum gs_family {
+    GS_FAM_REDUCE,
+    GS_FAM_SEGMENTED,
+    GS_FAM_EXACT,
+    GS_FAM_SCAN,
+    GS_FAM_SCAN_EXACT,
+    GS_FAM_COUNT
+} gs_family;
 
 /* One module per family, gs_reduce's split by input type (GS_REDUCE_MODULE_<dtype>). */
 typedef enum gs_module_id {
@@ -64,6 +75,7 @@ typedef enum gs_module_id {
     GS_MOD_EXACT,
     GS_MOD_SCAN_FLOAT, /* gs_scan over float32, float64, float16, bfloat16 */
     GS_MOD_SCAN_INT,
+    GS_MOD_SCAN_EXACT, /* gs_scan with GS_SCAN_EXACT */
     GS_MOD_COUNT
 } gs_module_id;
 
@@ -74,11 +86,14 @@ typedef struct kernel_entry {
     const char *name;
     int queued; /* queue-fed: launched on the resident blocks */
     gs_module_id module;
+    int block; /* its threads per block, or 0: by module */
 } kernel_entry;
 
 /* The threads per block kernel e is launched with: gs_scan's are part of its order. */
 static inline int gs_block_of(const kernel_entry *e)
 {
+    if (e->block)
+        return e->block;
     return e->module == GS_MOD_SCAN_FLOAT || e->module == GS_MOD_SCAN_INT ? (int)GS_SCAN_THREADS : GS_BACKEND_BLOCK;
 }
 
@@ -87,6 +102,7 @@ extern const kernel_entry gs_kernel_table_reduce[GS_NKERNELS];
 extern const kernel_entry gs_kernel_table_segmented[GS_NSEG_KERNELS];
 extern const kernel_entry gs_kernel_table_exact[GS_NEXACT_KERNELS];
 extern const kernel_entry gs_kernel_table_scan[GS_NSCAN_KERNELS];
+extern const kernel_entry gs_kernel_table_scan_exact[GS_NSCAN_EXACT_KERNELS];
 
 /* A looked-up kernel and its grid caps (dispatch/grid.h): max_blocks for inputs up to
  * l2_bytes, max_blocks_dram beyond; for queued kernels max_blocks is what is resident. */
@@ -110,6 +126,7 @@ struct gs_backend_instance {
     gs_kernel_slot segmented[GS_NSEG_KERNELS];
     gs_kernel_slot exact[GS_NEXACT_KERNELS];
     gs_kernel_slot scan[GS_NSCAN_KERNELS];
+    gs_kernel_slot scan_exact[GS_NSCAN_EXACT_KERNELS];
 };
 
 /* The core's driver table and logging. */
@@ -132,7 +149,8 @@ static inline gs_kernel_slot *gs_kernel_slot_of(gs_backend_instance *inst, gs_fa
     return family == GS_FAM_REDUCE      ? &inst->reduce[k]
            : family == GS_FAM_SEGMENTED ? &inst->segmented[k]
            : family == GS_FAM_EXACT     ? &inst->exact[k]
-                                        : &inst->scan[k];
+           : family == GS_FAM_SCAN      ? &inst->scan[k]
+                                        : &inst->scan_exact[k];
 }
 
 static inline gs_status gs_kernel(gs_backend_instance *inst, gs_family family, int k, const gs_kernel_slot **out)

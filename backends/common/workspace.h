@@ -41,6 +41,18 @@
 /* the bytes of a scan's carried value (its op's accumulator) for an output of out_bytes */
 #define GS_SCAN_VALUE_BYTES(out_bytes) ((out_bytes) < 4u ? 4u : (unsigned)(out_bytes))
 
+/* The exact scan's widths in 32-bit words (agent/scan_exact.cuh): 128 bits hold ordinary
+ * data (float32 and float64 of a normal distribution up to 2^30 elements, every float16
+ * input), 320 bits every float32 and bfloat16 input, 2304 bits anything, carry-ins of any
+ * int64 limbs included; a carried value is the words and a word of flags. The widest runs
+ * alone, on blocks of GS_EXACT_SCAN_WIDE_THREADS: its values, in shared memory per thread,
+ * would not fit 256 of them, nor its entries the ring. */
+#define GS_EXACT_SCAN_NARROW 4
+#define GS_EXACT_SCAN_MID 10
+#define GS_EXACT_SCAN_WIDE 72
+#define GS_EXACT_SCAN_WIDE_THREADS 64
+#define GS_EXACT_SCAN_VALUE_BYTES(words) (4u * (words) + 4u)
+
 /* Scratch, rewritten by every launch: per-block partials, or two slots per segmented chunk. */
 #define GS_MAX_BLOCKS 2048
 #define GS_MAX_PARTIAL_BYTES 16

@@ -72,6 +72,11 @@
 /* gs_exact_round_device's kernel, the exact family's last entry (agent/exact_round.cuh). */
 #define GS_EXACT_ROUND_KERNEL gs_exact_round_acc
 #define GS_EXACT_OUTPUTS(X) X(f16, f16) X(f16, f32) X(bf16, bf16) X(bf16, f32) X(f32, f32) X(f32, f64) X(f64, f64)
+/* gs_scan with GS_SCAN_EXACT (agent/scan_exact.cuh), module scan_exact: first
+ * gs_scan_exact_range_<dtype> per GS_EXACT_KERNELS, then gs_scan_exact_<dtype>_<out>_w<W> per
+ * GS_EXACT_OUTPUTS for each width W of GS_SCAN_EXACT_WIDTHS, in that order. */
+#define GS_SCAN_EXACT_WIDTHS(X) X(4) X(10) X(72)
+
 /* The host launches at least n / GS_EXACT_BLOCK_ELEMENTS exact-sum blocks, so a block's shared
  * limbs stay below 2^61 (agent/exact.cuh). */
 #define GS_EXACT_BLOCK_ELEMENTS (1ull << 28)

@@ -5,14 +5,14 @@
  * loaded by modules.c): GS_BUILD_REDUCE (gs_reduce over float32, loaded when the backend is
  * opened), GS_BUILD_REDUCE_FLOAT and GS_BUILD_REDUCE_INT (the other float and the integer
  * types), GS_BUILD_SEGMENTED, GS_BUILD_EXACT, GS_BUILD_SCAN_FLOAT and GS_BUILD_SCAN_INT (gs_scan
- * by input type), each loaded at its first call. */
+ * by input type), GS_BUILD_SCAN_EXACT (GS_SCAN_EXACT), each loaded at its first call. */
 #pragma once
 
 #if defined(GS_BUILD_REDUCE) + defined(GS_BUILD_REDUCE_FLOAT) + defined(GS_BUILD_REDUCE_INT) +                     \
         defined(GS_BUILD_SEGMENTED) + defined(GS_BUILD_EXACT) + defined(GS_BUILD_SCAN_FLOAT) +                     \
-        defined(GS_BUILD_SCAN_INT) !=                                                                              \
+        defined(GS_BUILD_SCAN_INT) + defined(GS_BUILD_SCAN_EXACT) !=                                              \
     1
-#  error "define one of GS_BUILD_REDUCE, _REDUCE_FLOAT, _REDUCE_INT, _SEGMENTED, _EXACT, _SCAN_FLOAT, _SCAN_INT"
+#  error "define one of GS_BUILD_REDUCE, _REDUCE_FLOAT, _REDUCE_INT, _SEGMENTED, _EXACT, _SCAN_FLOAT, _SCAN_INT, _SCAN_EXACT"
 #endif
 #include "agent/reduce.cuh"
 #include "dispatch/kernel_list.h"
@@ -27,6 +27,9 @@
 #endif
 #if defined(GS_BUILD_SCAN_FLOAT) || defined(GS_BUILD_SCAN_INT)
 #  include "agent/scan.cuh"
+#endif
+#ifdef GS_BUILD_SCAN_EXACT
+#  include "agent/scan_exact.cuh"
 #endif
 
 #define GS_TYPE_i8 int8_t
@@ -215,4 +218,35 @@ template <typename Op> struct GsScanMinBlocks {
 #  define GS_SCAN_PICK1(module, dt, op, o) GS_SCAN_PICK2(module, dt, op, o)
 #  define GS_SCAN_PICK(dt, op, o) GS_SCAN_PICK1(GS_SCAN_MODULE_##dt, dt, op, o)
 GS_SCAN_KERNELS(GS_SCAN_PICK)
+#endif
+#ifdef GS_BUILD_SCAN_EXACT
+/* The exact scans (agent/scan_exact.cuh): the range pass per input type, then the scan per
+ * (input, output) pair and width; the host queues the range, then one scan per width. */
+#  define GS_DEFINE_SCAN_EXACT_RANGE(dt)                                                                \
+    extern "C" __global__ void __launch_bounds__(GS_POLICY::kBlock)                                    \
+        gs_scan_exact_range_##dt(const GS_TYPE_##dt *__restrict__ in, uint64_t n,                      \
+                                 const gs_exact_acc *__restrict__ carry, uint64_t ncarry,              \
+                                 unsigned char *workspace)                                             \
+    {                                                                                                  \
+        gs::exact_scan_range_kernel<GS_POLICY, GS_TYPE_##dt>(in, n, carry, ncarry, workspace);         \
+    }
+GS_EXACT_KERNELS(GS_DEFINE_SCAN_EXACT_RANGE)
+#  define GS_DEFINE_SCAN_EXACT_W(dt, o, w)                                                              \
+    extern "C" __global__ void __launch_bounds__(                                                      \
+        (w) == GS_EXACT_SCAN_WIDE ? GS_EXACT_SCAN_WIDE_THREADS : GS_SCAN_THREADS)                      \
+        gs_scan_exact_##dt##_##o##_w##w(const GS_TYPE_##dt *in, uint64_t n, GS_TYPE_##o *out,           \
+                                        unsigned char *workspace, unsigned int flags,                  \
+                                        gs_exact_acc *total)                                           \
+    {                                                                                                  \
+        static_assert(sizeof(gs::Fx<w>) == GS_EXACT_SCAN_VALUE_BYTES(w), "the host sizes the ring");    \
+        gs::exact_scan_kernel<GS_POLICY, GS_TYPE_##dt, GS_TYPE_##o, w>(in, n, out, workspace, flags,     \
+                                                                      total);                          \
+    }
+#  define GS_DEFINE_SCAN_EXACT_4(dt, o) GS_DEFINE_SCAN_EXACT_W(dt, o, 4)
+#  define GS_DEFINE_SCAN_EXACT_10(dt, o) GS_DEFINE_SCAN_EXACT_W(dt, o, 10)
+#  define GS_DEFINE_SCAN_EXACT_72(dt, o) GS_DEFINE_SCAN_EXACT_W(dt, o, 72)
+#  define GS_DEFINE_SCAN_EXACT_WIDTH(w) GS_EXACT_OUTPUTS(GS_DEFINE_SCAN_EXACT_##w)
+GS_SCAN_EXACT_WIDTHS(GS_DEFINE_SCAN_EXACT_WIDTH)
+static_assert(GS_EXACT_SCAN_NARROW == 4 && GS_EXACT_SCAN_MID == 10 && GS_EXACT_SCAN_WIDE == 72,
+              "kernel_list.h's GS_SCAN_EXACT_WIDTHS are workspace.h's widths");
 #endif
