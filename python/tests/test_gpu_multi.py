@@ -5,6 +5,12 @@ int64 (copied to one device and added; and torch.distributed's all_reduce with t
 backend, two processes), the total rounded with gridsync.exact_round: the bits must be those
 of one gridsync.reduce(x, exact=True) over all the data on one GPU, for every float dtype.
 
+Exact scans across the two processes (docs/multi-gpu.md, "Scans across GPUs"): each rank's
+exact_accumulator of its shard, dist.all_gather of them, then gridsync.scan(shard, exact=True,
+carry_in=the earlier ranks' accumulators): the concatenated results must be the bits of one
+gridsync.scan(x, exact=True) over all the data, inclusive and exclusive, in the input's
+type and the wider one; and scan(..., total=True)'s accumulator that of exact_accumulator.
+
 Exits 77 (skipped) unless PyTorch sees at least two CUDA devices; the torch.distributed part
 is skipped without NCCL, and the device rounding without gs_exact_round_device (the totals
 are then rounded on the host). GRIDSYNC_TEST_SEED repeats a run's data.
@@ -108,8 +114,54 @@ def _rank(rank, port, seed, splits, errors):
         dist.destroy_process_group()
 
 
+WIDER = {"float16": "float32", "bfloat16": "float32", "float32": "float64", "float64": None}
+
+
+def _as_int(t):
+    """The bits of a 1-d float tensor, as integers of its width (NaN == NaN for torch.equal)."""
+    return t.view({2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
+
+
+def _same_acc(total, acc):
+    """scan(total=True)'s accumulator against exact_accumulator's: limbs, count and sign_clear
+    equal; nan, pos_inf, neg_inf (0 or 1 in a scan's total) as "> 0"."""
+    t, a = total.cpu().tolist(), acc.cpu().tolist()
+    return t[:69] == a[:69] and t[72] == a[72] and all((t[i] > 0) == (a[i] > 0) for i in (69, 70, 71))
+
+
+def _scan_rank(rank, port, seed, splits, errors):
+    """One process of the distributed scan: rank `rank` of 2 holds [0, c) or [c, N)."""
+    import torch.distributed as dist
+    torch.cuda.set_device(rank)
+    dist.init_process_group("nccl", init_method="tcp://127.0.0.1:%d" % port, rank=rank, world_size=2)
+    try:
+        for dt in TYPES:
+            x_all = data(seed + TYPES.index(dt), dt).to("cuda")
+            kinds = [{"exclusive": e} for e in (False, True)]
+            if WIDER[dt]:
+                kinds += [{"exclusive": e, "out_dtype": WIDER[dt]} for e in (False, True)]
+            wholes = [_as_int(gridsync.scan(x_all, exact=True, **kw)) for kw in kinds]   # one GPU
+            for c in splits:
+                x = x_all[:c] if rank == 0 else x_all[c:]
+                lo, hi = (0, c) if rank == 0 else (c, N)
+                acc = gridsync.exact_accumulator(x)                # docs/multi-gpu.md's recipe
+                gathered = [torch.empty_like(acc) for _ in range(2)]
+                dist.all_gather(gathered, acc)
+                carry = torch.stack(gathered[:rank]) if rank else None
+                for kw, whole in zip(kinds, wholes):
+                    what = "rank %d %s split %d %r" % (rank, dt, c, kw)
+                    got, total = gridsync.scan(x, exact=True, carry_in=carry, total=True, **kw)
+                    if not torch.equal(_as_int(got), whole[lo:hi]):
+                        errors.put("%s: not the one-GPU bits" % what)
+                    if not _same_acc(total, acc):
+                        errors.put("%s: total %r, exact_accumulator %r" % (what, total.tolist(), acc.tolist()))
+        dist.barrier()
+    finally:
+        dist.destroy_process_group()
+
+
 class TestDistributed(Base):
-    def test_nccl_all_reduce(self):
+    def _spawn(self, fn, splits):
         import torch.distributed as dist
         import torch.multiprocessing as mp
         if not dist.is_available() or not dist.is_nccl_available():
@@ -117,15 +169,24 @@ class TestDistributed(Base):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        splits = [0, N, 1, N - 1] + self.rng.integers(0, N + 1, 4).tolist()
         ctx = mp.get_context("spawn")
         errors = ctx.SimpleQueue()
-        mp.spawn(_rank, args=(port, SEED, splits, errors), nprocs=2, join=True)
+        mp.spawn(fn, args=(port, SEED, splits, errors), nprocs=2, join=True)
         found = []
         while not errors.empty():
             found.append(errors.get())
         self.assertEqual(found, [])
+
+    def test_nccl_all_reduce(self):
+        splits = [0, N, 1, N - 1] + self.rng.integers(0, N + 1, 4).tolist()
+        self._spawn(_rank, splits)
         ok(2 * len(TYPES) * len(splits))
+
+    def test_nccl_scan(self):
+        splits = [0, N, 1, N - 1] + self.rng.integers(0, N + 1, 3).tolist()
+        self._spawn(_scan_rank, splits)
+        kinds = sum(4 if WIDER[dt] else 2 for dt in TYPES)
+        ok(2 * 2 * kinds * len(splits))   # per rank and kind: the bits and the total
 
 
 if __name__ == "__main__":
