@@ -94,6 +94,18 @@ template <typename T, typename Out, int W> struct OpExactScan {
     static __device__ __forceinline__ Acc combine(const Acc &a, const Acc &b) { return fx_add<W>(a, b); }
 };
 
+/* The wider widths' lift and rounding as calls: inlined at every element of a thread's
+ * unrolled loops they would multiply those kernels' code and build time, for a path that
+ * ordinary data does not take. */
+template <int W, typename F, typename Bits> __device__ __noinline__ Fx<W> fx_lift_call(Bits b, int a)
+{
+    return fx_lift<W, F>(b, a);
+}
+template <int W> __device__ __noinline__ uint64_t fx_round_call(const Fx<W> &v, int a, gs_dtype out)
+{
+    return fx_round<W>(v, a, out);
+}
+
 template <typename T, typename Out, int W> struct ExactScanEdge {
     typedef typename ExactScanIn<T>::Bits Bits;
     static const bool kExact = true;
@@ -106,11 +118,17 @@ template <typename T, typename Out, int W> struct ExactScanEdge {
     {
         Bits b;
         memcpy(&b, &x, sizeof b);
-        return fx_lift<W, typename ExactScanIn<T>::Fmt>(b, anchor);
+        if constexpr (W > GS_EXACT_SCAN_NARROW)
+            return fx_lift_call<W, typename ExactScanIn<T>::Fmt>(b, anchor);
+        else
+            return fx_lift<W, typename ExactScanIn<T>::Fmt>(b, anchor);
     }
     __device__ __forceinline__ Out result(const Fx<W> &v) const
     {
-        return ExactScanOut<Out>::of(fx_round<W>(v, anchor, ExactScanOut<Out>::kType));
+        if constexpr (W > GS_EXACT_SCAN_NARROW)
+            return ExactScanOut<Out>::of(fx_round_call<W>(v, anchor, ExactScanOut<Out>::kType));
+        else
+            return ExactScanOut<Out>::of(fx_round<W>(v, anchor, ExactScanOut<Out>::kType));
     }
     /* The normalised accumulator of the elements (v: their fixed point), by the block that
      * holds the last tile: digit i is bits [32 i - 1088 - a, + 32) of v, the top limb the

@@ -27,6 +27,12 @@
 
 namespace gs {
 
+/* Loops over a value's words unroll up to 16 words; the widest values, a slow path, keep
+ * them rolled, which spares their kernels' code size and build time. */
+template <int W> struct FxUnroll {
+    static constexpr int value = W <= 16 ? W : 1;
+};
+
 /* Flags of what a prefix holds beside its finite value. */
 enum : uint32_t {
     kFxNan = 1u,       /* a NaN */
@@ -53,7 +59,7 @@ GS_FX_FN int fx_clz32(uint32_t x)
 template <int W> GS_FX_FN Fx<W> fx_zero()
 {
     Fx<W> r;
-#pragma unroll
+#pragma unroll(FxUnroll<W>::value)
     for (int i = 0; i < W; i++)
         r.w[i] = 0;
     r.flags = 0;
@@ -65,7 +71,7 @@ template <int W> GS_FX_FN Fx<W> fx_add(const Fx<W> &a, const Fx<W> &b)
 {
     Fx<W> r;
     uint32_t c = 0;
-#pragma unroll
+#pragma unroll(FxUnroll<W>::value)
     for (int i = 0; i < W; i++) {
         const uint64_t s = (uint64_t)a.w[i] + b.w[i] + c;
         r.w[i] = (uint32_t)s;
@@ -80,7 +86,7 @@ template <int W> GS_FX_FN Fx<W> fx_sub(const Fx<W> &a, const Fx<W> &b)
 {
     Fx<W> r;
     uint32_t c = 1; /* a + ~b + 1 */
-#pragma unroll
+#pragma unroll(FxUnroll<W>::value)
     for (int i = 0; i < W; i++) {
         const uint64_t s = (uint64_t)a.w[i] + (uint32_t)~b.w[i] + c;
         r.w[i] = (uint32_t)s;
@@ -134,12 +140,12 @@ template <int W, typename F, typename Bits> GS_FX_FN Fx<W> fx_lift(Bits bits, in
     const int wi = s >> 5, sh = s & 31;
     const uint32_t lo = (uint32_t)M, hi = (uint32_t)(M >> 32);
     const uint32_t d0 = lo << sh, d1 = (hi << sh) | (sh ? lo >> (32 - sh) : 0u), d2 = sh ? hi >> (32 - sh) : 0u;
-#pragma unroll
+#pragma unroll(FxUnroll<W>::value)
     for (int i = 0; i < W; i++)
         r.w[i] = i == wi ? d0 : i == wi + 1 ? d1 : i == wi + 2 ? d2 : 0u;
     if (neg) {
         uint32_t c = 1;
-#pragma unroll
+#pragma unroll(FxUnroll<W>::value)
         for (int i = 0; i < W; i++) {
             const uint64_t t = (uint64_t)(uint32_t)~r.w[i] + c;
             r.w[i] = (uint32_t)t;
@@ -162,21 +168,21 @@ template <int W> GS_FX_FN uint64_t fx_round(const Fx<W> &v, int a, gs_dtype out)
      * bit 0 of m), and whether any bit lies below those */
     uint32_t m[W];
     uint32_t c = 1;
-#pragma unroll
+#pragma unroll(FxUnroll<W>::value)
     for (int i = 0; i < W; i++) {
         const uint64_t t = neg ? (uint64_t)(uint32_t)~v.w[i] + c : v.w[i];
         m[i] = (uint32_t)t;
         c = neg ? (uint32_t)(t >> 32) : 0u;
     }
     int h = -1;
-#pragma unroll
+#pragma unroll(FxUnroll<W>::value)
     for (int i = 0; i < W; i++)
         h = m[i] ? i : h;
     if (h < 0)
         return gs_exact_round_zero((v.flags & kFxNonempty) ? 1 : 0, (v.flags & kFxSignClear) ? 1 : 0, out);
     uint32_t m0 = 0, m1 = 0, m2 = 0;
     bool below = false; /* a word under h - 2 is nonzero */
-#pragma unroll
+#pragma unroll(FxUnroll<W>::value)
     for (int i = 0; i < W; i++) {
         m0 = i == h ? m[i] : m0;
         m1 = i == h - 1 ? m[i] : m1;
