@@ -108,13 +108,16 @@ class ReduceOptions(ctypes.Structure):
 
 
 class ScanOptions(ctypes.Structure):
-    """gs_scan_options (GRIDSYNC_1.3): the layout of gs_reduce_options, a struct of its own."""
+    """gs_scan_options (GRIDSYNC_1.3): gs_reduce_options' three members, then GS_SCAN_EXACT's
+    carry_in (const gs_exact_acc *), carry_in_count and total (gs_exact_acc *); 40 bytes."""
 
-    _fields_ = [("struct_size", ctypes.c_uint32), ("out_dtype", ctypes.c_int32), ("flags", ctypes.c_uint32)]
+    _fields_ = [("struct_size", ctypes.c_uint32), ("out_dtype", ctypes.c_int32), ("flags", ctypes.c_uint32),
+                ("carry_in", ctypes.c_void_p), ("carry_in_count", ctypes.c_uint64), ("total", ctypes.c_void_p)]
 
 
 GS_OUT_DEFAULT = -1
 GS_SCAN_EXCLUSIVE = 1
+GS_SCAN_EXACT = 2
 GS_SEGMENTED_CHECK_OFFSETS = 1
 GS_SEGMENTED_EXACT = 2
 GS_REDUCE_EXACT = 1

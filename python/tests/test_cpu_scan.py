@@ -5,6 +5,7 @@ make, recorded with the fake frameworks of test_cpu_frameworks.py. Run with the 
 tests by `meson test --suite python` (unittest discovers test_cpu*.py)."""
 
 import ctypes
+import inspect
 import os
 import re
 import sys
@@ -37,9 +38,11 @@ class TestScanDeclarations(unittest.TestCase):
         self.assertIn("int64", gridsync.cumsum.__doc__)      # the default that differs from torch's
 
     def test_options_layout(self):
-        self.assertEqual(ctypes.sizeof(_lib.ScanOptions), 12)
-        self.assertEqual((_lib.ScanOptions.out_dtype.offset, _lib.ScanOptions.flags.offset), (4, 8))
-        self.assertEqual(_lib.GS_SCAN_EXCLUSIVE, 1)
+        o = _lib.ScanOptions
+        self.assertEqual(ctypes.sizeof(o), 40)
+        self.assertEqual((o.out_dtype.offset, o.flags.offset, o.carry_in.offset, o.carry_in_count.offset,
+                          o.total.offset), (4, 8, 16, 24, 32))
+        self.assertEqual((_lib.GS_SCAN_EXCLUSIVE, _lib.GS_SCAN_EXACT), (1, 2))
 
     def test_header(self):
         if not os.path.exists(HEADER):
@@ -49,8 +52,10 @@ class TestScanDeclarations(unittest.TestCase):
         if "gs_scan(" not in h:
             self.skipTest("this header has no gs_scan yet")
         self.assertRegex(h, r"#define GS_SCAN_EXCLUSIVE 1u\b")
+        self.assertRegex(h, r"#define GS_SCAN_EXACT 2u\b")
         code = re.sub(r"\s+", " ", re.sub(r"/\*.*?\*/", "", h, flags=re.S))  # comments dropped
-        self.assertIn("typedef struct gs_scan_options { uint32_t struct_size; int32_t out_dtype; uint32_t flags; } "
+        self.assertIn("typedef struct gs_scan_options { uint32_t struct_size; int32_t out_dtype; uint32_t flags; "
+                      "const gs_exact_acc *carry_in; uint64_t carry_in_count; gs_exact_acc *total; } "
                       "gs_scan_options;", code)
         self.assertIn("GS_API gs_status gs_scan(gs_context *ctx, const void *in, uint64_t n, gs_dtype dtype, gs_op op, "
                       "void *out, gs_stream stream, const gs_scan_options *opts);", code)
@@ -69,9 +74,32 @@ class TestScanDeclarations(unittest.TestCase):
         self.assertIn("gs_scan", _lib.last_error_message(lib))
         wide = _lib.ScanOptions(ctypes.sizeof(_lib.ScanOptions), DType.INT64, 0)
         self.assertEqual(f(None, None, 0, DType.INT32, Op.SUM, None, 0, ctypes.byref(wide)), 0)
-        bad = _lib.ScanOptions(ctypes.sizeof(_lib.ScanOptions), _lib.GS_OUT_DEFAULT, 2)
+        bad = _lib.ScanOptions(ctypes.sizeof(_lib.ScanOptions), _lib.GS_OUT_DEFAULT, 4)
         self.assertEqual(f(None, None, 0, DType.INT32, Op.SUM, None, 0, ctypes.byref(bad)),
                          _lib.Status.ERROR_INVALID_ARGUMENT)
+
+    def test_exact_options_against_library(self):
+        # n == 0 without total queues nothing: the exact options' own checks, no device.
+        lib = _lib.load()
+        if not gridsync.scans_available():
+            self.skipTest("the library under test has no gs_scan")
+        f, S, X = lib.gs_scan, _lib.Status, _lib.GS_SCAN_EXACT
+
+        def call(dtype, flags, carry_in=None, count=0, total=None, out_dtype=_lib.GS_OUT_DEFAULT):
+            o = _lib.ScanOptions(ctypes.sizeof(_lib.ScanOptions), out_dtype, flags, carry_in, count, total)
+            return f(None, None, 0, dtype, Op.SUM, None, 0, ctypes.byref(o))
+        self.assertEqual(call(DType.FLOAT32, X), 0)
+        self.assertEqual(call(DType.FLOAT16, X | _lib.GS_SCAN_EXCLUSIVE, 0x1000, 2, out_dtype=DType.FLOAT32), 0)
+        self.assertEqual(call(DType.FLOAT32, 0, 0x1000, 1), S.ERROR_INVALID_ARGUMENT)
+        self.assertIn("without GS_SCAN_EXACT", _lib.last_error_message(lib))
+        self.assertEqual(call(DType.FLOAT32, 0, total=0x1000), S.ERROR_INVALID_ARGUMENT)
+        self.assertEqual(call(DType.FLOAT64, X, None, 3), S.ERROR_INVALID_ARGUMENT)
+        self.assertEqual(call(DType.FLOAT64, X, 0x1000, 0), S.ERROR_INVALID_ARGUMENT)
+        self.assertEqual(call(DType.INT32, X), S.ERROR_UNSUPPORTED)
+        self.assertEqual(call(DType.FLOAT64, X, out_dtype=DType.FLOAT32), S.ERROR_UNSUPPORTED)
+        if not have_driver():
+            # a total launches even for n == 0: that needs the driver
+            self.assertEqual(call(DType.FLOAT32, X, total=0x1000), S.ERROR_NO_DRIVER)
 
 
 class TestScanArguments(unittest.TestCase):
@@ -101,6 +129,34 @@ class TestScanArguments(unittest.TestCase):
             with self.assertRaisesRegex(exc, text):
                 f()
         self.assertEqual(x.calls, [])
+
+    def test_exact_refused_without_export(self):
+        # The exact options' errors come before anything is exported, x or the accumulators.
+        x = FakeDLPack(shape=(10,), dtype=DType.FLOAT32)
+        good = FakeDLPack(shape=(76,), dtype=DType.INT64)
+        accs = [FakeDLPack(shape=(76,), dtype=DType.INT32), FakeDLPack(shape=(75,), dtype=DType.INT64),
+                FakeDLPack(shape=(2, 3, 76), dtype=DType.INT64), FakeDLPack(shape=(2, 76), dtype=DType.INT64),
+                FakeDLPack(shape=(76,), dtype=DType.FLOAT64)]
+        cases = [
+            (lambda: gridsync.cumsum(x, carry_in=good), ValueError, "exact=True"),
+            (lambda: gridsync.cumsum(x, total=True), ValueError, "exact=True"),
+            (lambda: gridsync.scan(x, "sum", exclusive=True, total=good), ValueError, "exact=True"),
+            (lambda: gridsync.scan(x, "max", exact=True), ValueError, "exact=True is for sums.*not max"),
+            (lambda: gridsync.scan(x, Op.PROD, exact=True, total=True), ValueError, "not prod"),
+            (lambda: gridsync.cumsum(x, exact=True, carry_in=accs[0]), TypeError, "carry_in.*int64.*not int32"),
+            (lambda: gridsync.cumsum(x, exact=True, carry_in=accs[1]), ValueError,
+             r"carry_in must have shape \(76,\) or \(k, 76\), it has \(75,\)"),
+            (lambda: gridsync.cumsum(x, exact=True, carry_in=accs[2]), ValueError, r"\(2, 3, 76\)"),
+            (lambda: gridsync.cumsum(x, exact=True, total=accs[3]), ValueError,
+             r"total must have shape \(76,\), it has \(2, 76\)"),
+            (lambda: gridsync.cumsum(x, exact=True, total=accs[4]), TypeError, "total.*not float64"),
+        ]
+        for f, exc, text in cases:
+            with self.assertRaisesRegex(exc, text):
+                f()
+        self.assertNotIn("exact", inspect.signature(gridsync.cummax).parameters, "exact= is cumsum's alone")
+        for a in [x, good] + accs:
+            self.assertEqual(a.calls, [])
 
     def test_host_inputs(self):
         for x in ([1.0, 2.0], (1, 2), 3.0):
@@ -153,10 +209,19 @@ def _decode(opts):
     return (o.out_dtype, o.flags)
 
 
+def _exact_args(opts):
+    """(carry_in, carry_in_count, total) of the options a gs_scan call got, 0 for NULL."""
+    if opts is None:
+        return (0, 0, 0)
+    o = opts._obj
+    return (o.carry_in or 0, o.carry_in_count, o.total or 0)
+
+
 class RecordedScan(unittest.TestCase):
     """A fake framework, a context for device 0, gs_scan recorded in self.calls as (path, in,
-    n, dtype, op, out, stream, (out_dtype, flags)); path "fast" when the options are the fast
-    path's own (NULL or its exclusive struct), else "general"."""
+    n, dtype, op, out, stream, (out_dtype, flags), (carry_in, carry_in_count, total)); path
+    "fast" when the options are the fast path's own (NULL or its exclusive struct), else
+    "general"."""
 
     def framework(self):
         raise NotImplementedError
@@ -167,7 +232,7 @@ class RecordedScan(unittest.TestCase):
         def gs_scan(ctx, inp, n, dtype, op, out, stream, opts):
             fast = opts is None or opts is _scan._FAST_OPTS[True]
             self.calls.append(("fast" if fast else "general", inp, n, int(dtype), int(op), out, stream,
-                               _decode(opts)))
+                               _decode(opts), _exact_args(opts)))
             return 0
         lib = _LibWith(_lib.load(), gs_scan=gs_scan)
         self.patches = [
@@ -266,6 +331,48 @@ class TestScanTorch(RecordedScan):
         self.assertEqual(self.calls[0], ("wait", 0, 0x6000, 0x5000))
         self.assertEqual(self.calls[-1][6], 0x6000)
         self.assertEqual(r.recorded, [("stream", 0x6000)])
+
+    def test_exact(self):
+        t = self.fake.torch
+        x = t.Tensor((4, 25), t.float32)
+        X, XE = _lib.GS_SCAN_EXACT, _lib.GS_SCAN_EXACT | _lib.GS_SCAN_EXCLUSIVE
+        gridsync.cumsum(x)  # learn torch, bind gs_scan: the exact calls below still take the general path
+        r = gridsync.cumsum(x, exact=True)
+        self.assertEqual(self.calls[-1][0], "general")
+        self.assertEqual(self.calls[-1][7:], ((-1, X), (0, 0, 0)))
+        self.assertEqual((r.shape, r.dtype, r.data_ptr()), ((100,), t.float32, self.calls[-1][5]))
+        # carry_in: k accumulators, or one; (0, 76) is none
+        c = t.Tensor((3, 76), t.int64)
+        gridsync.scan(x, "sum", exact=True, exclusive=True, carry_in=c, out_dtype="float64")
+        self.assertEqual(self.calls[-1][7:], ((DType.FLOAT64, XE), (c.ptr, 3, 0)))
+        one = t.Tensor((76,), t.int64)
+        gridsync.cumsum(x, exact=True, carry_in=one)
+        self.assertEqual(self.calls[-1][8], (one.ptr, 1, 0))
+        gridsync.cumsum(x, exact=True, carry_in=t.Tensor((0, 76), t.int64))
+        self.assertEqual(self.calls[-1][8], (0, 0, 0))
+        # total=True: a new int64 accumulator of x's framework, returned with the results
+        r, acc = gridsync.cumsum(x, exact=True, carry_in=c, total=True)
+        self.assertEqual((acc.shape, acc.dtype), ((76,), t.int64))
+        self.assertEqual(self.calls[-1][8], (c.ptr, 3, acc.data_ptr()))
+        self.assertEqual(r.data_ptr(), self.calls[-1][5])
+        # total=<array>: written there, returned the same way
+        mine = t.Tensor((76,), t.int64)
+        r, acc = gridsync.scan(x, Op.SUM, exact=True, total=mine)
+        self.assertIs(acc, mine)
+        self.assertEqual(self.calls[-1][8], (0, 0, mine.ptr))
+        # an empty x still asks for its total (the library writes the empty accumulator)
+        r, acc = gridsync.cumsum(t.Tensor((0,), t.float64), exact=True, total=True)
+        self.assertEqual((self.calls[-1][2], self.calls[-1][8][2]), (0, acc.data_ptr()))
+        n = len(self.calls)
+        for kw, exc, text in (
+                ({"carry_in": t.Tensor((76,), t.int64, cuda=False)}, TypeError, "copy it to the GPU"),
+                ({"carry_in": t.Tensor((2, 76), t.int64, contiguous=False)}, ValueError, "contiguous"),
+                ({"carry_in": t.Tensor((76,), t.int64, ptr=0x7f0000000004)}, ValueError, "8-byte aligned"),
+                ({"total": t.Tensor((76,), t.int64, ptr=0x7f0000000104)}, ValueError, "total must be 8-byte"),
+                ({"total": t.Tensor((76,), t.int32)}, TypeError, "int64")):
+            with self.assertRaisesRegex(exc, text):
+                gridsync.cumsum(x, exact=True, **kw)
+        self.assertEqual(len(self.calls), n, "nothing launched for refused accumulators")
 
     def test_dlpack_input_gives_device_buffer(self):
         x = FakeDLPack(shape=(4, 6), dtype=DType.BFLOAT16)
