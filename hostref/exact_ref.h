@@ -45,6 +45,23 @@ int hostref_exact_same(gs_dtype out, uint64_t a, uint64_t b);
 /* A result of type out as text ("0x3ff0000000000000 (1)"). */
 void hostref_exact_format(gs_dtype out, uint64_t bits, char *buf, unsigned len);
 
+/*
+ * The oracle of gs_scan with GS_SCAN_EXACT (scan_exact.c): out[i] (type out_dtype) = the
+ * exact sum of the carry-in and in[0..i] (exclusive: in[0..i-1]) rounded once as
+ * hostref_exact_round does, the prefix's counts including the carry-in's (each summed
+ * over carry_in[0 .. carry_in_count), then read as "> 0 or not", as gs_exact_round does;
+ * an exclusive out[0] with no carry-in is +0.0). carry_in: carry_in_count gs_exact_acc
+ * (NULL with 0); total (may be NULL): the normalised gs_exact_acc of in[0..n) alone, nan,
+ * pos_inf, neg_inf and sign_clear written as 0 or 1, count = n, reserved 0. Returns 0, or
+ * -1 for a dtype/out_dtype it does not take (in: float16, bfloat16, float32, float64; out:
+ * in's type, or float32 for the 16-bit types, float64 for float32), a carry-in with bits
+ * below 2^-1074 (hostref_exact's grid) or of magnitude 2^1120 or more (its words'
+ * room with the elements'; 2^30 normalised accumulators stay below 2^1117).
+ * Incremental: one hostref_exact_add and one hostref_exact_round per element.
+ */
+int hostref_scan_exact(const void *in, uint64_t n, gs_dtype dtype, gs_dtype out_dtype, int exclusive,
+                       const gs_exact_acc *carry_in, uint64_t carry_in_count, void *out, gs_exact_acc *total);
+
 #ifdef __cplusplus
 }
 #endif
