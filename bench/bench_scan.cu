@@ -19,53 +19,78 @@
  * CUB's int32 and int8 results (wrapping sums: every order gives the same bits) must equal
  * gridsync's at every n.
  *
- *   gridsync-bench-scan [--quick] [--csv FILE] [--dtypes f32,i32,f64,f16,i8]
+ *   gridsync-bench-scan [--quick] [--csv FILE] [--dtypes f32,i32,f64,f16,bf16,i8]
  *                       [--min-log2 N] [--max-log2 N] [--runs R] [--backends a,b] [--seed S]
+ *                       [--exact] [--data uniform|normal|wide]
+ *
+ * --exact adds gs_scan with GS_SCAN_EXACT (impl gridsync-exact:<backend>) for the float types,
+ * checked bit for bit against hostref_scan_exact up to 2^22 elements. --data: the floats'
+ * values, uniform in [-1, 1) (the default), normal (N(0, 1)) or wide (N(0, 1) times 2^u, u
+ * uniform over +-60 binades, +-10 for float16: the exact scan's wider widths).
  *
  * CSV: dtype,n,impl,us,gbps; impl is gridsync:<backend>, cub or memcpy; gbps counts the
  * bytes read and written (2 n element sizes) per microsecond / 1000. --quick: up to 2^22,
  * 7 runs. Exit status: 0 every check passed, 2 a mismatch or a failed call, 3 the watchdog
  * or a fatal error, 77 no GPU, 1 bad options.
  */
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <cub/device/device_scan.cuh>
 
 #include "bench_common.cuh"
 #include "dtype.h"
+#include "exact_ref.h"
 #include "hostref.h"
 #include "scan_order.h"
 
 struct ScanOptions : CommonOptions {
     std::vector<std::string> dtypes{"f32", "i32", "f64", "f16", "i8"};
     int min_log2 = 10, max_log2 = 28;
+    bool exact = false;
+    int data = 0; /* 0 uniform, 1 normal, 2 wide */
 };
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: gridsync-bench-scan [--quick] [--csv FILE] [--dtypes f32,i32,f64,f16,i8] [--min-log2 N]\n"
-               "                           [--max-log2 N] [--runs R] [--backends a,b] [--seed S] [--max-seconds S]\n");
+    fprintf(f, "usage: gridsync-bench-scan [--quick] [--csv FILE] [--dtypes f32,i32,f64,f16,bf16,i8] [--min-log2 N]\n"
+               "                           [--max-log2 N] [--runs R] [--backends a,b] [--seed S] [--max-seconds S]\n"
+               "                           [--exact] [--data uniform|normal|wide]\n");
 }
 
 static gs_dtype dtype_of(const std::string &s)
 {
     const std::pair<const char *, gs_dtype> names[] = {
-        {"f32", GS_FLOAT32}, {"i32", GS_INT32}, {"f64", GS_FLOAT64}, {"f16", GS_FLOAT16}, {"i8", GS_INT8}};
+        {"f32", GS_FLOAT32}, {"i32", GS_INT32}, {"f64", GS_FLOAT64}, {"f16", GS_FLOAT16}, {"bf16", GS_BFLOAT16},
+        {"i8", GS_INT8}};
     for (const auto &p : names)
         if (s == p.first)
             return p.second;
-    throw BenchError("unknown dtype " + s + " (f32, i32, f64, f16, i8)");
+    throw BenchError("unknown dtype " + s + " (f32, i32, f64, f16, bf16, i8)");
 }
 
-/* Element i: uniform in [-1, 1) for floats, every bit random for integers. */
-template <typename T> __global__ void fill(T *p, uint64_t n, uint64_t seed)
+/* Element i: every bit random for integers; floats by `data` (ScanOptions): uniform in
+ * [-1, 1), N(0, 1) (Box-Muller), or N(0, 1) times 2^u, u uniform in [-span, span). */
+template <typename T> __global__ void fill(T *p, uint64_t n, uint64_t seed, int data, int span)
 {
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
         const uint64_t z = splitmix(seed + i * 0x9e3779b97f4a7c15ull);
-        if constexpr (std::is_integral<T>::value)
+        if constexpr (std::is_integral<T>::value) {
             p[i] = (T)z;
-        else
-            p[i] = (T)((float)((double)(int64_t)z * 0x1p-63));
+        } else {
+            const double u = (double)(int64_t)z * 0x1p-63;
+            double v = u;
+            if (data) {
+                const uint64_t y = splitmix(z);
+                v = sqrt(-2.0 * log(((double)(y >> 11) + 0.5) * 0x1p-53)) * cospi(u);
+                if (data == 2)
+                    v = ldexp(v, (int)((double)span * (double)(int64_t)splitmix(y) * 0x1p-63));
+            }
+            if constexpr (std::is_same<T, double>::value)
+                p[i] = v;
+            else
+                p[i] = (T)(float)v;
+        }
     }
 }
 
@@ -78,6 +103,9 @@ static void cub_scan(gs_dtype t, void *temp, size_t &bytes, const void *in, void
     case GS_INT32: CK(cub::DeviceScan::InclusiveSum(temp, bytes, (const int32_t *)in, (int32_t *)out, ni, s)); break;
     case GS_FLOAT64: CK(cub::DeviceScan::InclusiveSum(temp, bytes, (const double *)in, (double *)out, ni, s)); break;
     case GS_FLOAT16: CK(cub::DeviceScan::InclusiveSum(temp, bytes, (const __half *)in, (__half *)out, ni, s)); break;
+    case GS_BFLOAT16:
+        CK(cub::DeviceScan::InclusiveSum(temp, bytes, (const __nv_bfloat16 *)in, (__nv_bfloat16 *)out, ni, s));
+        break;
     default: CK(cub::DeviceScan::InclusiveSum(temp, bytes, (const int8_t *)in, (int8_t *)out, ni, s)); break;
     }
 }
@@ -85,10 +113,18 @@ static void cub_scan(gs_dtype t, void *temp, size_t &bytes, const void *in, void
 struct Bench : BenchBase {
     ScanOptions o;
     void *in = nullptr, *out = nullptr, *cub_out = nullptr, *temp = nullptr;
+    std::vector<unsigned char> exact_model; /* hostref_scan_exact of the first m elements */
     size_t temp_bytes = 0;
 
-    /* gs_scan on context c, inclusive SUM into the input's type. */
-    void gs(gs_context *c, gs_dtype t, uint64_t n, void *dst) { GS_CK(gs_scan(c, in, n, t, GS_OP_SUM, dst, stream, nullptr)); }
+    /* gs_scan on context c, inclusive SUM into the input's type (exact: GS_SCAN_EXACT). */
+    void gs(gs_context *c, gs_dtype t, uint64_t n, void *dst, bool exact = false)
+    {
+        gs_scan_options so = {};
+        so.struct_size = sizeof so;
+        so.out_dtype = GS_OUT_DEFAULT;
+        so.flags = exact ? GS_SCAN_EXACT : 0u;
+        GS_CK(gs_scan(c, in, n, t, GS_OP_SUM, dst, stream, &so));
+    }
 
     /* The check of one gridsync result (already in `out`): see the header comment. */
     void verify(const std::string &impl, gs_dtype t, uint64_t n, const std::vector<unsigned char> &model, uint64_t m,
@@ -139,12 +175,16 @@ struct Bench : BenchBase {
             const gs_dtype t = dtype_of(d);
             const size_t es = gs_dtype_size(t);
             const uint64_t seed = this->seed + (uint64_t)t * 0x1000193ull;
+            const int dk = o.data, span = t == GS_FLOAT16 ? 10 : 60;
             switch (t) {
-            case GS_FLOAT32: fill<float><<<1024, 256, 0, stream>>>((float *)in, max_n, seed); break;
-            case GS_INT32: fill<int32_t><<<1024, 256, 0, stream>>>((int32_t *)in, max_n, seed); break;
-            case GS_FLOAT64: fill<double><<<1024, 256, 0, stream>>>((double *)in, max_n, seed); break;
-            case GS_FLOAT16: fill<__half><<<1024, 256, 0, stream>>>((__half *)in, max_n, seed); break;
-            default: fill<int8_t><<<1024, 256, 0, stream>>>((int8_t *)in, max_n, seed); break;
+            case GS_FLOAT32: fill<float><<<1024, 256, 0, stream>>>((float *)in, max_n, seed, dk, span); break;
+            case GS_INT32: fill<int32_t><<<1024, 256, 0, stream>>>((int32_t *)in, max_n, seed, dk, span); break;
+            case GS_FLOAT64: fill<double><<<1024, 256, 0, stream>>>((double *)in, max_n, seed, dk, span); break;
+            case GS_FLOAT16: fill<__half><<<1024, 256, 0, stream>>>((__half *)in, max_n, seed, dk, span); break;
+            case GS_BFLOAT16:
+                fill<__nv_bfloat16><<<1024, 256, 0, stream>>>((__nv_bfloat16 *)in, max_n, seed, dk, span);
+                break;
+            default: fill<int8_t><<<1024, 256, 0, stream>>>((int8_t *)in, max_n, seed, dk, span); break;
             }
             CK(cudaGetLastError());
             CK(cudaStreamSynchronize(stream));
@@ -156,6 +196,12 @@ struct Bench : BenchBase {
                                               GS_SCAN_ITEMS((unsigned)es), GS_SCAN_GROUP, model.data());
             if (hs != GS_SUCCESS)
                 throw BenchError(strf("hostref_scan: %s", gs_status_string(hs)));
+            exact_model.clear();
+            if (o.exact && !integer) {
+                exact_model.resize(m * es);
+                if (hostref_scan_exact(host.data(), m, t, t, 0, nullptr, 0, exact_model.data(), nullptr) != 0)
+                    throw BenchError("hostref_scan_exact refused the data");
+            }
             /* integers beyond m: each size's last output and 64 others, from one sequential pass */
             std::vector<std::pair<uint64_t, uint64_t>> samples;
             if (integer && max_n > m) {
@@ -187,14 +233,19 @@ struct Bench : BenchBase {
         const double est_us = 5.0 + 2.0 * (double)(n * es) / 2.5e6;
         const int calls = std::max(1, std::min(1000, (int)(1000.0 / est_us)));
         std::vector<std::string> impls;
+        const size_t nctx = contexts.size(), nexact = exact_model.empty() ? 0 : nctx;
         for (const auto &c : contexts)
             impls.push_back("gridsync:" + c.first);
+        for (size_t k = 0; k < nexact; k++)
+            impls.push_back("gridsync-exact:" + contexts[k].first);
         impls.push_back("cub");
         impls.push_back("memcpy");
         std::vector<std::vector<double>> ts(impls.size());
         auto launch = [&](size_t k) {
-            if (k < contexts.size())
+            if (k < nctx)
                 gs(contexts[k].second, t, n, out);
+            else if (k < nctx + nexact)
+                gs(contexts[k - nctx].second, t, n, out, true);
             else if (impls[k] == "cub")
                 cub_scan(t, temp, temp_bytes, in, cub_out, n, stream);
             else
@@ -212,6 +263,11 @@ struct Bench : BenchBase {
             fprintf(g_csv, "%s,%" PRIu64 ",%s,%.3f,%.2f\n", d.c_str(), n, impls[k].c_str(), us, gbps);
         }
         fflush(g_csv);
+        for (size_t k = 0; k < nexact; k++) {
+            gs(contexts[k].second, t, n, out, true);
+            sync_stream("a checked exact scan");
+            verify(impls[nctx + k], t, n, exact_model, m, {});
+        }
         for (size_t k = 0; k < contexts.size(); k++) {
             gs(contexts[k].second, t, n, out);
             sync_stream("a checked scan");
@@ -245,6 +301,13 @@ int main(int argc, char **argv)
                     dtype_of(t); /* throws for an unknown one */
                     b.o.dtypes.push_back(t);
                 });
+            } else if (a == "--exact") {
+                b.o.exact = true;
+            } else if (a == "--data") {
+                const std::string v = val();
+                b.o.data = v == "uniform" ? 0 : v == "normal" ? 1 : v == "wide" ? 2 : -1;
+                if (b.o.data < 0)
+                    throw BenchError("--data is uniform, normal or wide");
             } else if (a == "--min-log2")
                 b.o.min_log2 = std::stoi(val());
             else if (a == "--max-log2")
