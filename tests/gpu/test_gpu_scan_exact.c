@@ -26,8 +26,9 @@
 #include "dtype.h"
 #include "gpu_check.h"
 #include "graph_api.h"
-#include "hostref.h"
 #include "exact_data.h"
+#include "exact_ref.h"
+#include "hostref.h"
 
 static int g_failures, g_checks, g_quick;
 enum { GUARD = 16 };
