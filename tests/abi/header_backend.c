@@ -42,3 +42,14 @@ CURRENT_IS(gs_backend_exact_round_args, gs_backend_exact_round_args_v1_3);
 CURRENT_IS(gs_backend_ops, gs_backend_ops_v1_3);
 CURRENT_IS(gs_backend_entry_v1_fn, gs_backend_entry_v1_3_fn);
 _Static_assert(GS_BACKEND_ABI_VERSION == GS_BACKEND_ABI_VERSION_V1_3, "the current minor is not the newest frozen one");
+
+/* 1.3's ops take exactly these arguments (query_scan grew its flags before 1.3's release),
+ * and the scan args' flags are the public gs_scan_options values, which the core passes on. */
+#define OP_TYPE(member, type)                                                                     \
+    _Static_assert(__builtin_types_compatible_p(__typeof__(((gs_backend_ops *)0)->member), type), \
+                   "gs_backend_ops." #member " is not " #type)
+OP_TYPE(query_scan, gs_status (*)(const gs_backend_instance *, gs_dtype, gs_op, gs_dtype, uint32_t));
+OP_TYPE(scan, gs_status (*)(gs_backend_instance *, const gs_backend_scan_args *));
+OP_TYPE(exact_round, gs_status (*)(gs_backend_instance *, const gs_backend_exact_round_args *));
+_Static_assert(GS_BACKEND_SCAN_EXCLUSIVE == GS_SCAN_EXCLUSIVE && GS_BACKEND_SCAN_EXACT == GS_SCAN_EXACT,
+               "the scan args' flags are gs_scan_options' values");

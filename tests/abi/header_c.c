@@ -12,6 +12,7 @@ int gs_header_use(void)
     gs_context_info info = {0};
     gs_reduce_options opts = {0};
     gs_scan_options scan = {0};
+    gs_exact_acc total;
     gs_stream stream = (gs_stream)0;
     int n = 0, v = 0;
     info.struct_size = sizeof info;
@@ -19,7 +20,10 @@ int gs_header_use(void)
     opts.out_dtype = GS_OUT_DEFAULT;
     scan.struct_size = sizeof scan;
     scan.out_dtype = GS_OUT_DEFAULT;
-    scan.flags = GS_SCAN_EXCLUSIVE;
+    scan.flags = GS_SCAN_EXCLUSIVE | GS_SCAN_EXACT;
+    scan.carry_in = 0;
+    scan.carry_in_count = 0;
+    scan.total = &total;
     return (int)gs_version() + (int)GS_VERSION + (gs_version_string()[0] != 0) +
            (gs_status_string(GS_ERROR_INTERNAL)[0] != 0) + (gs_last_error_message()[0] != 0) +
            (int)gs_driver_version(&v) + (int)gs_device_count(&n) + (int)gs_context_create(0, &ctx) +

@@ -24,8 +24,10 @@
 #define REDUCE_OPTIONS_1_2(X, T) REDUCE_OPTIONS_1_0(X, T) X(T, flags, 8)
 #define REDUCE_OPTIONS_1_2_SIZE 12
 /* gridsync.h, 0.4.0 (GRIDSYNC_1.3) */
-#define SCAN_OPTIONS_1_3(X, T) X(T, struct_size, 0) X(T, out_dtype, 4) X(T, flags, 8)
-#define SCAN_OPTIONS_1_3_SIZE 12
+#define SCAN_OPTIONS_1_3(X, T)                                                       \
+    X(T, struct_size, 0) X(T, out_dtype, 4) X(T, flags, 8) X(T, carry_in, 16)         \
+    X(T, carry_in_count, 24) X(T, total, 32)
+#define SCAN_OPTIONS_1_3_SIZE 40
 
 /* Backend ABI 1.0 (gridsync 0.1.0); the sizes are the frozen header's GS_BACKEND_*_V1_0_SIZE. */
 #define BACKEND_HOST_1_0(X, T)                                                       \
@@ -66,7 +68,8 @@
 #define BACKEND_SCAN_ARGS_1_3(X, T)                                                  \
     X(T, struct_size, 0) X(T, dtype, 4) X(T, op, 8) X(T, out_dtype, 12) X(T, in, 16) \
     X(T, n, 24) X(T, out, 32) X(T, stream, 40) X(T, workspace, 48)                   \
-    X(T, workspace_bytes, 56) X(T, flags, 64)
+    X(T, workspace_bytes, 56) X(T, flags, 64) X(T, carry_in, 72)                     \
+    X(T, carry_in_count, 80) X(T, total, 88)
 #define BACKEND_EXACT_ROUND_ARGS_1_3(X, T)                                            \
     X(T, struct_size, 0) X(T, out_dtype, 4) X(T, acc, 8) X(T, count, 16) X(T, out, 24) \
     X(T, stream, 32)
