@@ -173,8 +173,11 @@ static gs_status launch(gs_context *ctx, const gs_driver *drv, const launch_plan
         st = gs_check_offsets(ctx, p->offsets, segments, p->n, p->stream);
     if (st == GS_SUCCESS)
         st = gs_workspace_get(ctx, p->stream, fn, &ws);
-    /* n == 0 (an exact scan's total alone): in and out are 0, whatever the caller passed. */
-    const CUdeviceptr in = p->n ? (CUdeviceptr)(uintptr_t)p->in : 0, out = p->n ? (CUdeviceptr)(uintptr_t)p->out : 0;
+    /* A scan of n == 0 (an exact scan's total alone): in and out are 0, whatever the caller
+     * passed. A reduction of n == 0 still writes its identity to out. */
+    const int no_data = p->scan && p->n == 0;
+    const CUdeviceptr in = no_data ? 0 : (CUdeviceptr)(uintptr_t)p->in;
+    const CUdeviceptr out = no_data ? 0 : (CUdeviceptr)(uintptr_t)p->out;
     if (st == GS_SUCCESS && p->scan) {
         gs_backend_scan_args a = {
             .struct_size = sizeof a, .dtype = p->dtype, .op = p->op, .out_dtype = p->out_dtype,
