@@ -135,12 +135,12 @@ int hostref_scan_exact(const void *in, uint64_t n, gs_dtype dtype, gs_dtype out_
             hostref_store_bits(out_dtype, out, i, hostref_exact_round(&run, out_dtype));
         if (!total)
             continue;
+        if (!signbit(x)) /* a NaN's sign bit too, as gs_reduce_ex's accumulator reads it (gridsync.h) */
+            acc.sign_clear = 1;
         if (isnan(x)) {
             acc.nan = 1;
             continue;
         }
-        if (!signbit(x))
-            acc.sign_clear = 1;
         if (isinf(x))
             *(x > 0 ? &acc.pos_inf : &acc.neg_inf) = 1;
         else if (x != 0)
