@@ -113,9 +113,12 @@ static void test_offered(gs_context *ctx, cushim_ptr din, cushim_ptr dout)
           GS_SUCCESS, "n 0: %s", gs_last_error_message());
     CHECK(gs_scan(ctx, NULL, 0, GS_FLOAT32, GS_OP_ARGMAX, NULL, NULL, NULL) == GS_ERROR_UNSUPPORTED, "ARGMAX, n 0");
     CHECK(gs_scan(ctx, NULL, 0, GS_FLOAT32, GS_OP_BIT_OR, NULL, NULL, NULL) == GS_ERROR_UNSUPPORTED, "f32 OR, n 0");
-    o.flags = 2;
+    o.flags = 4;
     CHECK(gs_scan(ctx, (const void *)(uintptr_t)din, 8, GS_INT32, GS_OP_SUM, (void *)(uintptr_t)dout, NULL, &o) ==
-          GS_ERROR_INVALID_ARGUMENT, "reserved flag 2");
+          GS_ERROR_INVALID_ARGUMENT, "reserved flag 4");
+    o.flags = GS_SCAN_EXACT; /* exact sums are of floats */
+    CHECK(gs_scan(ctx, (const void *)(uintptr_t)din, 8, GS_INT32, GS_OP_SUM, (void *)(uintptr_t)dout, NULL, &o) ==
+          GS_ERROR_UNSUPPORTED, "GS_SCAN_EXACT over int32");
     CHECK_CU(cushim_ctx_sync());
     CHECK_CU(cushim_d2h(b, dout, sizeof b));
     int untouched = 1;
