@@ -88,6 +88,15 @@ __device__ __forceinline__ typename Op::OutT scan_step(const Edge &edge, Maybe<O
                                                       bool exclusive)
 {
     const typename Op::Acc xv = edge.lift(x);
+    if constexpr (Edge::kExact) { /* one rounding an element, not both and a choice */
+        if (exclusive) {
+            const typename Op::OutT before = edge.result(run.has ? run.v : Op::identity());
+            run = Maybe<Op>{run.has ? Op::combine(run.v, xv) : xv, true};
+            return before;
+        }
+        run = Maybe<Op>{run.has ? Op::combine(run.v, xv) : xv, true};
+        return edge.result(run.v);
+    }
     const typename Op::OutT before = edge.result(run.has ? run.v : Op::identity());
     run = Maybe<Op>{run.has ? Op::combine(run.v, xv) : xv, true};
     return exclusive ? before : edge.result(run.v);

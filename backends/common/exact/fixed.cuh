@@ -47,12 +47,36 @@ template <int W> struct Fx {
     uint32_t flags;
 };
 
+/* 128 bits (W = 4, the width ordinary data takes) as one unsigned __int128: the same values,
+ * with the compiler's carry chains and funnel shifts in place of word-by-word selects. */
+__extension__ typedef unsigned __int128 fx_u128;
+GS_FX_FN fx_u128 fx_get128(const Fx<4> &v)
+{
+    return (fx_u128)((uint64_t)v.w[3] << 32 | v.w[2]) << 64 | ((uint64_t)v.w[1] << 32 | v.w[0]);
+}
+GS_FX_FN void fx_put128(Fx<4> &v, fx_u128 x)
+{
+    const uint64_t lo = (uint64_t)x, hi = (uint64_t)(x >> 64);
+    v.w[0] = (uint32_t)lo;
+    v.w[1] = (uint32_t)(lo >> 32);
+    v.w[2] = (uint32_t)hi;
+    v.w[3] = (uint32_t)(hi >> 32);
+}
 GS_FX_FN int fx_clz32(uint32_t x)
 {
 #if defined(__CUDA_ARCH__)
     return __clz((int)x);
 #else
     return x ? __builtin_clz(x) : 32;
+#endif
+}
+
+GS_FX_FN int fx_clz64(uint64_t x)
+{
+#if defined(__CUDA_ARCH__)
+    return __clzll((long long)x);
+#else
+    return x ? __builtin_clzll(x) : 64;
 #endif
 }
 
@@ -123,6 +147,21 @@ template <typename F> GS_FX_FN int fx_lsb_of_field(uint32_t f)
  * an infinity adds nothing to the value, only its flag. */
 template <int W, typename F, typename Bits> GS_FX_FN Fx<W> fx_lift(Bits bits, int a)
 {
+    if constexpr (W == 4) { /* with selects, no branch: every element of a tile takes it */
+        const uint64_t b = (uint64_t)bits;
+        const bool neg = (b >> F::kSignBit) & 1u;
+        const uint32_t f = (uint32_t)(b >> F::kMant) & F::kExpMax;
+        const uint64_t frac = b & ((1ull << F::kMant) - 1u);
+        const bool special = f == F::kExpMax;
+        Fx<4> r;
+        r.flags = kFxNonempty | (neg ? 0u : kFxSignClear) |
+                  (special ? (frac ? kFxNan : neg ? kFxNegInf : kFxPosInf) : 0u);
+        const uint64_t M = special ? 0u : f ? frac | 1ull << F::kMant : frac;
+        const int s = special ? 0 : fx_lsb_of_field<F>(f) - a; /* >= 0: the plan's anchor is at or below */
+        const fx_u128 v = (fx_u128)M << s;
+        fx_put128(r, neg ? (fx_u128)0 - v : v);
+        return r;
+    }
     Fx<W> r = fx_zero<W>();
     const uint64_t b = (uint64_t)bits;
     const bool neg = (b >> F::kSignBit) & 1u;
@@ -155,6 +194,37 @@ template <int W, typename F, typename Bits> GS_FX_FN Fx<W> fx_lift(Bits bits, in
     return r;
 }
 
+/* A nonzero magnitude rounded to out: top holds its 64 bits from the leading one down (zeros
+ * below its bit 0), sticky_low whether any bit lies below those, 2^e <= |V| < 2^(e+1). */
+GS_FX_FN uint64_t fx_round_top(uint64_t top, bool sticky_low, int e, bool neg, gs_dtype out)
+{
+    const gs_exact_fmt f = gs_exact_fmt_of(out);
+    const uint64_t inf = (((uint64_t)1 << (f.sign_bit - f.p + 1)) - 1) << (f.p - 1);
+    const uint64_t s = neg ? (uint64_t)1 << f.sign_bit : 0;
+    if (e > f.bias)
+        return s | inf;
+    const int q = (e > f.emin ? e : f.emin) - f.p + 1; /* the result's quantum, 2^q */
+    const int qi = q - e + 63;                        /* its bit in top: 64 - p at least */
+    uint64_t mant;
+    int round;
+    bool sticky;
+    if (qi > 64) { /* |V| < 2^(q-1): half a quantum */
+        mant = 0;
+        round = 0;
+        sticky = true;
+    } else {
+        mant = qi == 64 ? 0 : top >> qi;
+        round = (int)(top >> (qi - 1) & 1u);
+        sticky = sticky_low || (qi >= 2 && (top & ((1ull << (qi - 1)) - 1u)) != 0);
+    }
+    if (round && (sticky || (mant & 1u)))
+        mant++;
+    uint64_t bits = e >= f.emin ? ((uint64_t)(e + f.bias - 1) << (f.p - 1)) + mant : mant;
+    if (bits >= inf)
+        bits = inf;
+    return s | bits;
+}
+
 /* v's value and flags rounded once to out (gs_exact_round_bits' rules: NaN, then the
  * infinities, then the value to nearest-even, +-inf beyond the range, a zero -0.0 only when
  * nonempty with no sign bit clear); the bits in the low bits of the result. */
@@ -164,8 +234,8 @@ template <int W> GS_FX_FN uint64_t fx_round(const Fx<W> &v, int a, gs_dtype out)
     if (gs_exact_round_special(v.flags & kFxNan, v.flags & kFxPosInf, v.flags & kFxNegInf, out, &bits))
         return bits;
     const bool neg = v.w[W - 1] >> 31;
-    /* the magnitude m; its top word h; the 64 bits from its leading one down (zeros below
-     * bit 0 of m), and whether any bit lies below those */
+    /* the magnitude m; its top word h; the 64 bits from its leading one down, and whether
+     * any bit lies below those */
     uint32_t m[W];
     uint32_t c = 1;
 #pragma unroll(FxUnroll<W>::value)
@@ -193,32 +263,38 @@ template <int W> GS_FX_FN uint64_t fx_round(const Fx<W> &v, int a, gs_dtype out)
     /* bits [b - 63, b] of m, b = 32 h + 31 - lz its leading one */
     const uint64_t top = ((uint64_t)m0 << 32 | m1) << lz | (lz ? (uint64_t)m2 >> (32 - lz) : 0u);
     const bool sticky_low = below || (lz && (m2 << lz) != 0) || (!lz && m2 != 0);
-    const gs_exact_fmt f = gs_exact_fmt_of(out);
-    const uint64_t inf = (((uint64_t)1 << (f.sign_bit - f.p + 1)) - 1) << (f.p - 1);
-    const uint64_t s = neg ? (uint64_t)1 << f.sign_bit : 0;
-    const int e = 32 * h + 31 - lz + a; /* 2^e <= |V| < 2^(e+1) */
-    if (e > f.bias)
-        return s | inf;
-    const int q = (e > f.emin ? e : f.emin) - f.p + 1; /* the result's quantum, 2^q */
-    const int qi = q - e + 63;                        /* its bit in top: 64 - p at least */
-    uint64_t mant;
-    int round;
-    bool sticky;
-    if (qi > 64) { /* |V| < 2^(q-1): half a quantum */
-        mant = 0;
-        round = 0;
-        sticky = true;
+    return fx_round_top(top, sticky_low, 32 * h + 31 - lz + a, neg, out);
+}
+
+template <> GS_FX_FN Fx<4> fx_add<4>(const Fx<4> &a, const Fx<4> &b)
+{
+    Fx<4> r;
+    fx_put128(r, fx_get128(a) + fx_get128(b));
+    r.flags = a.flags | b.flags;
+    return r;
+}
+template <> GS_FX_FN uint64_t fx_round<4>(const Fx<4> &v, int a, gs_dtype out)
+{
+    uint64_t bits;
+    if (gs_exact_round_special(v.flags & kFxNan, v.flags & kFxPosInf, v.flags & kFxNegInf, out, &bits))
+        return bits;
+    const fx_u128 x = fx_get128(v);
+    const bool neg = (uint64_t)(x >> 127) != 0;
+    const fx_u128 m = neg ? (fx_u128)0 - x : x;
+    const uint64_t hi = (uint64_t)(m >> 64), lo = (uint64_t)m;
+    if (!(hi | lo))
+        return gs_exact_round_zero((v.flags & kFxNonempty) ? 1 : 0, (v.flags & kFxSignClear) ? 1 : 0, out);
+    const int b = hi ? 127 - fx_clz64(hi) : 63 - fx_clz64(lo); /* the leading one */
+    uint64_t top;
+    bool sticky_low;
+    if (b >= 63) {
+        top = (uint64_t)(m >> (b - 63));
+        sticky_low = b > 63 && (m << (191 - b)) != 0; /* the b - 63 bits under top */
     } else {
-        mant = qi == 64 ? 0 : top >> qi;
-        round = (int)(top >> (qi - 1) & 1u);
-        sticky = sticky_low || (qi >= 2 && (top & ((1ull << (qi - 1)) - 1u)) != 0);
+        top = lo << (63 - b);
+        sticky_low = false;
     }
-    if (round && (sticky || (mant & 1u)))
-        mant++;
-    bits = e >= f.emin ? ((uint64_t)(e + f.bias - 1) << (f.p - 1)) + mant : mant;
-    if (bits >= inf)
-        bits = inf;
-    return s | bits;
+    return fx_round_top(top, sticky_low, b + a, neg, out);
 }
 
 /* Bits [pos, pos + 32) of the two's complement number d[0 .. nd) (sign-extended above,
