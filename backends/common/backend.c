@@ -337,16 +337,15 @@ static gs_status be_segmented_reduce(gs_backend_instance *inst, const gs_backend
     return gs_launch(s, (exact ? gs_kernel_table_exact : gs_kernel_table_segmented)[k].name, grid, a->stream, params);
 }
 
-/* Rounding exact accumulators (agent/exact_round.cuh): one per thread, so at most one block
- * per GS_BACKEND_BLOCK of them, and no more blocks than the occupancy grid (max_blocks);
- * the grid-stride loop takes the rest. The core checked count >= 1, the pointers, out_dtype. */
+/* Rounding exact accumulators (agent/exact_round.cuh): GS_EXACT_ROUND_PER_BLOCK a block, and
+ * no more blocks than the occupancy grid (max_blocks); the grid-stride loop takes the rest. The core checked count >= 1, the pointers, out_dtype. */
 static gs_status be_exact_round(gs_backend_instance *inst, const gs_backend_exact_round_args *a)
 {
     const gs_kernel_slot *s;
     gs_status st = gs_kernel(inst, GS_FAM_EXACT, GS_EXACT_ROUND_INDEX, &s);
     if (st != GS_SUCCESS)
         return st;
-    const uint64_t blocks = (a->count + GS_BACKEND_BLOCK - 1) / GS_BACKEND_BLOCK;
+    const uint64_t blocks = (a->count + GS_EXACT_ROUND_PER_BLOCK - 1) / GS_EXACT_ROUND_PER_BLOCK;
     const unsigned int grid = blocks < s->max_blocks ? (unsigned int)blocks : s->max_blocks;
     CUdeviceptr acc = a->acc, out = a->out;
     uint64_t count = a->count;

@@ -71,6 +71,8 @@
 #define GS_SEGEXACT_KERNELS(X) X(f16) X(bf16) X(f32) X(f64)
 /* gs_exact_round_device's kernel, the exact family's last entry (agent/exact_round.cuh). */
 #define GS_EXACT_ROUND_KERNEL gs_exact_round_acc
+/* ... which rounds this many accumulators per block and round of its grid-stride loop */
+#define GS_EXACT_ROUND_PER_BLOCK 8
 #define GS_EXACT_OUTPUTS(X) X(f16, f16) X(f16, f32) X(bf16, bf16) X(bf16, f32) X(f32, f32) X(f32, f64) X(f64, f64)
 /* gs_scan with GS_SCAN_EXACT (agent/scan_exact.cuh), module scan_exact: first
  * gs_scan_exact_range_<dtype> per GS_EXACT_KERNELS, then gs_scan_exact_<dtype>_<out>_w<W> per

@@ -176,11 +176,11 @@ GS_EXACT_KERNELS(GS_DEFINE_EXACT_KERNEL)
 GS_SEGEXACT_KERNELS(GS_DEFINE_SEGEXACT_KERNEL)
 
 /* gs_exact_round_device's kernel (agent/exact_round.cuh): count accumulators rounded to
- * out_dtype, one per thread, on blocks of GS_POLICY::kBlock. */
+ * out_dtype, GS_EXACT_ROUND_PER_BLOCK a block of GS_POLICY::kBlock. */
 extern "C" __global__ void __launch_bounds__(GS_POLICY::kBlock)
     GS_EXACT_ROUND_KERNEL(const gs_exact_acc *__restrict__ acc, uint64_t count, void *__restrict__ out, int out_dtype)
 {
-    gs::exact_round_kernel(acc, count, out, out_dtype);
+    gs::exact_round_kernel<GS_POLICY::kBlock>(acc, count, out, out_dtype);
 }
 #endif
 
