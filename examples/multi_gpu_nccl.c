@@ -17,8 +17,10 @@
  * whose bits depend on the sharding.
  *
  *   multi_gpu_nccl [--gpus G] [--log2 L] [--dtype f32|f64] [--trials T] [--seed S]
- *   multi_gpu_nccl --bench [--gpus G] [--log2 L] [--dtype f32|f64]
+ *   multi_gpu_nccl --bench [--gpus G] [--log2 L] [--dtype f32|f64] [--unit]
  *
+ * The data spread over 40 binades (the exact sums' slower paths), or with --unit uniform in
+ * (-1, 1), where an exact sum costs about a microsecond more than the default one.
  * --log2: 2^L elements per GPU (default 20; --bench sweeps 20 .. L, default 26).
  * --bench: per-call time of the exact recipe against the usual one on every GPU, median of
  *   repeats (CUDA events on each GPU's stream, the slowest rank's time), no check of the
@@ -80,12 +82,15 @@ static uint64_t rnd(void)
 
 /* Values over a wide range of magnitudes and both signs, so a float sum in any order loses
  * bits and the exact one has something to show. */
+/* Values over 40 binades (2^-20 .. 2^20), or (unit) uniform in (-1, 1). */
+static int g_unit;
+
 static void fill(void *p, size_t n, gs_dtype t)
 {
     for (size_t i = 0; i < n; i++) {
         const uint64_t r = rnd();
         const double m = (double)(r >> 11) * 0x1p-53 * ((r & 1) ? -1.0 : 1.0);
-        const double v = ldexp(m, (int)((r >> 1) % 40) - 20);
+        const double v = g_unit ? m : ldexp(m, (int)((r >> 1) % 40) - 20);
         if (t == GS_FLOAT32)
             ((float *)p)[i] = (float)v;
         else
@@ -290,10 +295,12 @@ int main(int argc, char **argv)
             trials = atoi(argv[++i]);
         else if (!strcmp(a, "--seed") && v)
             g_rng = strtoull(argv[++i], NULL, 0);
+        else if (!strcmp(a, "--unit"))
+            g_unit = 1;
         else if (!strcmp(a, "--dtype") && v && (!strcmp(v, "f32") || !strcmp(v, "f64")))
             dtype = !strcmp(argv[++i], "f32") ? GS_FLOAT32 : GS_FLOAT64;
         else {
-            fprintf(stderr, "usage: %s [--bench] [--gpus G] [--log2 L] [--dtype f32|f64] [--trials T] [--seed S]\n",
+            fprintf(stderr, "usage: %s [--bench] [--gpus G] [--log2 L] [--dtype f32|f64] [--trials T] [--seed S] [--unit]\n",
                     argv[0]);
             return 2;
         }

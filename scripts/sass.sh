@@ -6,7 +6,7 @@
 #   scripts/sass.sh --ptxas BACKEND MODULE     # registers, spills, shared memory per kernel
 #
 # BACKEND: cuda_sm20 or cuda_sm11_compat; MODULE: reduce, reduce_float, reduce_int,
-# segmented, exact, scan_float or scan_int (backends/meson.build). --root: the source tree
+# segmented, exact, scan_float, scan_int or scan_exact (backends/meson.build). --root: the source tree
 # to compile (default this one), e.g. a `git archive` of another commit, to diff two
 # versions' SASS: a change that leaves a module's SASS the same needs no new GPU run for it.
 #
@@ -35,8 +35,8 @@ backend=$1
 module=$2
 [ "$arch" = 90 ] || { echo "sass.sh: only --arch 90 (the header rewrite is sm_90's)" >&2; exit 2; }
 [ -f "$root/backends/$backend/kernels.cu" ] || { echo "sass.sh: no backend $backend in $root" >&2; exit 2; }
-case $module in reduce | reduce_float | reduce_int | segmented | exact | scan_float | scan_int) ;; *)
-    echo "sass.sh: module is one of reduce reduce_float reduce_int segmented exact scan_float scan_int" >&2; exit 2 ;;
+case $module in reduce | reduce_float | reduce_int | segmented | exact | scan_float | scan_int | scan_exact) ;; *)
+    echo "sass.sh: module is one of reduce reduce_float reduce_int segmented exact scan_float scan_int scan_exact" >&2; exit 2 ;;
 esac
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 tmp=$(mktemp -d /tmp/gridsync-sass.XXXXXX)
