@@ -273,28 +273,41 @@ template <> GS_FX_FN Fx<4> fx_add<4>(const Fx<4> &a, const Fx<4> &b)
     r.flags = a.flags | b.flags;
     return r;
 }
+/*
+ * W = 4: the magnitude's 64 bits from its leading one down (those below it folded into a
+ * sticky bit), then, for a result in out's normal range, the rounding at the fixed position
+ * 64 - p of those bits, branch-free: what fx_round_top does there, without its cases.
+ * NaN, infinities, zero and subnormal results take fx_round_top's way.
+ */
 template <> GS_FX_FN uint64_t fx_round<4>(const Fx<4> &v, int a, gs_dtype out)
 {
-    uint64_t bits;
-    if (gs_exact_round_special(v.flags & kFxNan, v.flags & kFxPosInf, v.flags & kFxNegInf, out, &bits))
-        return bits;
     const fx_u128 x = fx_get128(v);
     const bool neg = (uint64_t)(x >> 127) != 0;
     const fx_u128 m = neg ? (fx_u128)0 - x : x;
     const uint64_t hi = (uint64_t)(m >> 64), lo = (uint64_t)m;
+    const int lzh = fx_clz64(hi), lzl = lo ? fx_clz64(lo) : 0;
+    const uint64_t top = hi ? (lzh ? hi << lzh | lo >> (64 - lzh) : hi) : lo << lzl;
+    const bool sticky_low = hi && (lo << lzh) != 0;
+    const int e = (hi ? 127 - lzh : 63 - lzl) + a; /* 2^e <= |V| < 2^(e+1) */
+    const gs_exact_fmt f = gs_exact_fmt_of(out);
+    const bool special = (v.flags & (kFxNan | kFxPosInf | kFxNegInf)) != 0;
+    if (!special && (hi | lo) && e >= f.emin) {
+        const uint64_t inf = (((uint64_t)1 << (f.sign_bit - f.p + 1)) - 1) << (f.p - 1);
+        uint64_t mant = top >> (64 - f.p);
+        const uint64_t rest = top << f.p; /* the bits under mant, the rounding bit first */
+        const bool sticky = (rest << 1) != 0 || sticky_low;
+        mant += (rest >> 63) & (sticky | (mant & 1u));
+        /* a significand that rounded up to 2^p carries into the exponent */
+        uint64_t bits = ((uint64_t)(e + f.bias - 1) << (f.p - 1)) + mant;
+        bits = e > f.bias || bits >= inf ? inf : bits;
+        return (neg ? (uint64_t)1 << f.sign_bit : 0) | bits;
+    }
+    uint64_t bits;
+    if (gs_exact_round_special(v.flags & kFxNan, v.flags & kFxPosInf, v.flags & kFxNegInf, out, &bits))
+        return bits;
     if (!(hi | lo))
         return gs_exact_round_zero((v.flags & kFxNonempty) ? 1 : 0, (v.flags & kFxSignClear) ? 1 : 0, out);
-    const int b = hi ? 127 - fx_clz64(hi) : 63 - fx_clz64(lo); /* the leading one */
-    uint64_t top;
-    bool sticky_low;
-    if (b >= 63) {
-        top = (uint64_t)(m >> (b - 63));
-        sticky_low = b > 63 && (m << (191 - b)) != 0; /* the b - 63 bits under top */
-    } else {
-        top = lo << (63 - b);
-        sticky_low = false;
-    }
-    return fx_round_top(top, sticky_low, b + a, neg, out);
+    return fx_round_top(top, sticky_low, e, neg, out);
 }
 
 /* Bits [pos, pos + 32) of the two's complement number d[0 .. nd) (sign-extended above,
