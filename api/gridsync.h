@@ -410,8 +410,10 @@ typedef struct gs_scan_options {
  * Scans the n elements of type dtype at `in` with `op` into the n results at `out` (both
  * device-accessible memory), in ONE kernel launch queued on `stream`, with no temporary
  * storage from the caller and no host synchronisation (the stream's workspace as in
- * gs_reduce); capturing the call into a CUDA graph records one kernel node. Returns as soon
- * as the launch is queued. ctx NULL: the default context, as in gs_reduce. opts NULL: the
+ * gs_reduce); capturing the call into a CUDA graph records one kernel node. With
+ * GS_SCAN_EXACT, a range pass and one scan per width of the fixed point are queued instead
+ * (docs/design.md, "The exact scan"): still no host synchronisation, and the same kernel
+ * nodes for every input. Returns as soon as the launches are queued. ctx NULL: the default context, as in gs_reduce. opts NULL: the
  * defaults (inclusive, results of type dtype).
  *
  * Inclusive by default: out[i] = in[0] op in[1] op ... op in[i]. GS_SCAN_EXCLUSIVE:
@@ -435,7 +437,7 @@ typedef struct gs_scan_options {
  * its result's; memory the device cannot access is GS_ERROR_INVALID_POINTER, a range past
  * the end of its allocation GS_ERROR_INVALID_ARGUMENT, as in gs_reduce. n == 0 queues
  * nothing and succeeds once dtype, op and opts are checked (in and out may be NULL then; the
- * context is not looked at), except with GS_SCAN_EXACT and a total: then one launch writes
+ * context is not looked at), except with GS_SCAN_EXACT and a total: then its launches write
  * the empty accumulator to total (which never includes carry_in), and every check of a
  * launch applies but those of in and out. A backend older than gridsync 0.4 has no scan:
  * GS_ERROR_UNSUPPORTED, naming it.

@@ -220,8 +220,9 @@ struct gs_backend_ops {
      * struct_size): the core answers gs_scan with GS_ERROR_UNSUPPORTED. */
     gs_status (*query_scan)(const gs_backend_instance *instance, gs_dtype dtype, gs_op op, gs_dtype out_dtype,
                             uint32_t flags);
-    /* Optional, with query_scan (one without the other is absent). Queues the scan, one
-     * launch, on args->stream; never synchronizes the host. */
+    /* Optional, with query_scan (one without the other is absent). Queues the scan on
+     * args->stream (gridsync's: one launch; with GS_BACKEND_SCAN_EXACT, a few); never
+     * synchronizes the host. */
     gs_status (*scan)(gs_backend_instance *instance, const gs_backend_scan_args *args);
     /* Optional. Rounds count device accumulators (one launch) on args->stream; never
      * synchronizes the host. Absent (NULL, or not covered by struct_size): the core answers
