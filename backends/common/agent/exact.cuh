@@ -197,11 +197,13 @@ __device__ __forceinline__ void exact_kernel(const T *__restrict__ in, uint64_t 
         acc.sign_clear = 1; /* same value from any thread: no atomic */
     const F(&a)[kRows][K] = th.end(sign_clear);
 
-    /* fast path; acc.dirty is read after the first try's barriers, not behind its own */
+    /* fast path; acc.dirty is read after the first try's barriers, not behind its own. An
+     * accumulator (mode 1) of one block comes from its limbs alone; of several, fast blocks'
+     * partials are flushed into the limbs by the last block (exact/grid.cuh). */
     __shared__ ExactScratch<Policy> scratch;
     ExactDd v = {-0.0, 0.0};
     bool fast = false;
-    if (!mode) {
+    if (!mode || gridDim.x > 1) {
         if constexpr (In::kOneDouble) {
             fast = exact_block_try<Policy, OpCheckedSum<T>, T, F, K, kRows>(a, &spill[0][t], scratch.d, acc, v);
             if (!fast)

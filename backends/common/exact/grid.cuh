@@ -252,8 +252,14 @@ __device__ __forceinline__ void exact_grid_finish(ExactShared &acc, bool fast, E
     __shared__ int slow;
     if (t == 0)
         slow = 0; /* for the last block; the guard's barrier orders it before any use */
-    if (!fast)
+    if (!fast) {
         exact_block_to_launch<Policy>(acc, workspace);
+    } else if (mode && t == 0 && acc.sign_clear) {
+        /* an accumulator's sign_clear says whether any element had its sign bit clear, which
+         * a fast block's partial does not tell; thread 0's ticket below orders this add */
+        gs_exact_acc *copies = (gs_exact_acc *)(workspace + GS_EXACT_ACC_OFFSET);
+        atomicAdd((unsigned long long *)&copies[blockIdx.x % GS_EXACT_COPIES].sign_clear, 1ull);
+    }
     unsigned int *counter = (unsigned int *)workspace;
     const bool last = Policy::last_arrival(counter, gridDim.x);
     if (!last)
@@ -274,7 +280,7 @@ __device__ __forceinline__ void exact_grid_finish(ExactShared &acc, bool fast, E
     bool ok;
     const C w = exact_fold_partials<Policy, T>(p, ok, s);
     const bool all_lost = !ok; /* the same in every thread */
-    if (!slow && !all_lost) {
+    if (!mode && !slow && !all_lost) { /* an accumulator is written from the limbs */
         if (t == 0) {
             exact_write_checked<T>(w, n, out, out_dtype);
             gs_reset_counter(counter);
