@@ -157,7 +157,8 @@ template <int W, typename F, typename Bits> GS_FX_FN Fx<W> fx_lift(Bits bits, in
         r.flags = kFxNonempty | (neg ? 0u : kFxSignClear) |
                   (special ? (frac ? kFxNan : neg ? kFxNegInf : kFxPosInf) : 0u);
         const uint64_t M = special ? 0u : f ? frac | 1ull << F::kMant : frac;
-        const int s = special ? 0 : fx_lsb_of_field<F>(f) - a; /* >= 0: the plan's anchor is at or below */
+        /* >= 0: the plan's anchor is at or below every nonzero element's last bit */
+        const int s = special || !M ? 0 : fx_lsb_of_field<F>(f) - a;
         const fx_u128 v = (fx_u128)M << s;
         fx_put128(r, neg ? (fx_u128)0 - v : v);
         return r;
