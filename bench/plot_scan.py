@@ -7,7 +7,8 @@ copy; bench/bench_scan.cu).
 Writes OUT.png (default: the CSV's name with .png, beside it): one column per dtype; top,
 time per call against n (log-log) for every impl; bottom, time ratios against n: each
 gridsync backend over CUB (below 1: faster than CUB) and over the copy (1 is the ceiling),
-and CUB over the copy, dashed. Only the standard library and matplotlib; a missing
+and CUB over the copy, dashed; with --exact's rows (gridsync-exact:<backend>), each exact
+scan over its backend's default one, dash-dotted. Only the standard library and matplotlib; a missing
 matplotlib is reported, not fatal (exit 0).
 """
 import os
@@ -15,8 +16,9 @@ import sys
 
 from plot_common import fnum, pyplot, read_rows
 
-DTYPES = ["f32", "i32", "f64", "f16", "i8"]
+DTYPES = ["f32", "i32", "f64", "f16", "bf16", "i8"]
 COLORS = {"cuda_sm20": "tab:blue", "cuda_sm11_compat": "tab:orange"}
+EXACT_COLORS = {"cuda_sm20": "tab:red", "cuda_sm11_compat": "tab:brown"}
 
 
 def times(rows, dtype, impl):
@@ -49,18 +51,26 @@ def main():
         return 1
     dtypes = [d for d in DTYPES if any(r.get("dtype") == d for r in rows)]
     impls = sorted({r.get("impl") for r in rows if r.get("impl", "").startswith("gridsync:")})
+    exacts = sorted({r.get("impl") for r in rows if r.get("impl", "").startswith("gridsync-exact:")})
     fig, axes = plt.subplots(2, len(dtypes), figsize=(4.2 * len(dtypes), 7.5), squeeze=False)
     fig.suptitle(f"gs_scan (inclusive SUM) vs CUB InclusiveSum and a D2D copy ({os.path.basename(path)})",
                  fontsize=11)
     for j, d in enumerate(dtypes):
         ax_t, ax_r = axes[0][j], axes[1][j]
         cub, copy = times(rows, d, "cub"), times(rows, d, "memcpy")
-        for impl in impls + ["cub", "memcpy"]:
+        for impl in impls + exacts + ["cub", "memcpy"]:
             t = sorted(times(rows, d, impl).items())
             if t:
                 backend = impl.split(":", 1)[-1]
+                colors = EXACT_COLORS if impl.startswith("gridsync-exact:") else COLORS
                 ax_t.plot([p[0] for p in t], [p[1] for p in t], marker=".", label=impl,
-                          color=COLORS.get(backend, "tab:green" if impl == "cub" else "tab:gray"))
+                          color=colors.get(backend, "tab:green" if impl == "cub" else "tab:gray"))
+        for impl in exacts:
+            backend = impl.split(":", 1)[1]
+            pts = ratio(times(rows, d, impl), times(rows, d, "gridsync:" + backend))
+            if pts:
+                ax_r.plot([p[0] for p in pts], [p[1] for p in pts], "-.", marker=".",
+                          color=EXACT_COLORS.get(backend, "tab:red"), label=f"exact / {backend}")
         for impl in impls:
             backend = impl.split(":", 1)[1]
             g = times(rows, d, impl)
