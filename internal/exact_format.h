@@ -107,6 +107,23 @@ GS_EXACT_FN uint64_t gs_exact_round_zero(int64_t count, int64_t sign_clear, gs_d
     return count > 0 && sign_clear <= 0 ? (uint64_t)1 << gs_exact_fmt_of(t).sign_bit : 0;
 }
 
+/* The last step of every rounding here and in the exact scan's (backends/common/exact/
+ * fixed.cuh): mant (p bits at most, the quantum's multiple below |V|), the rounding bit and
+ * the sticky bit under it, to nearest-even, with V's binade e and sign s. Normal: the
+ * biased exponent minus one, plus the significand with its hidden bit, so a significand
+ * that rounded up to 2^p carries into the exponent; subnormal: the significand alone, and
+ * one that rounded up to 2^(p-1) is the least normal number. */
+GS_EXACT_FN uint64_t gs_exact_round_finish(uint64_t mant, int round, int sticky, int e, gs_exact_fmt f, uint64_t s)
+{
+    const uint64_t inf = (((uint64_t)1 << (f.sign_bit - f.p + 1)) - 1) << (f.p - 1);
+    if (round && (sticky || (mant & 1u)))
+        mant++;
+    uint64_t bits = e >= f.emin ? ((uint64_t)(e + f.bias - 1) << (f.p - 1)) + mant : mant;
+    if (bits >= inf)
+        bits = inf;
+    return s | bits;
+}
+
 /* A nonzero magnitude, rounded: digits m[0 .. h] with m[h] != 0 stand for
  * sum m[i] 2^(32 (i + base) - 1088), negated when neg. Any digits below the rounding
  * position may be folded into one sticky bit in m[0] (the device keeps four digits); so
@@ -135,15 +152,7 @@ GS_EXACT_FN uint64_t gs_exact_round_mag(const uint32_t *m, int h, int base, int 
     int sticky = (hd & ((1u << (half & 31)) - 1u)) != 0;
     for (int i = 0; i < (half >> 5) && i <= h && !sticky; i++)
         sticky = m[i] != 0;
-    if (round && (sticky || (mant & 1u)))
-        mant++;
-    /* Normal: the biased exponent minus one, plus the significand with its hidden bit, so
-     * a significand that rounded up to 2^p carries into the exponent; subnormal: the
-     * significand alone, and one that rounded up to 2^(p-1) is the least normal number. */
-    uint64_t bits = e >= f.emin ? ((uint64_t)(e + f.bias - 1) << (f.p - 1)) + mant : mant;
-    if (bits >= inf)
-        bits = inf;
-    return s | bits;
+    return gs_exact_round_finish(mant, round, sticky, e, f, s);
 }
 
 /* The bits of the correctly rounded result of type t (GS_FLOAT16, GS_BFLOAT16, GS_FLOAT32,

@@ -218,12 +218,7 @@ GS_FX_FN uint64_t fx_round_top(uint64_t top, bool sticky_low, int e, bool neg, g
         round = (int)(top >> (qi - 1) & 1u);
         sticky = sticky_low || (qi >= 2 && (top & ((1ull << (qi - 1)) - 1u)) != 0);
     }
-    if (round && (sticky || (mant & 1u)))
-        mant++;
-    uint64_t bits = e >= f.emin ? ((uint64_t)(e + f.bias - 1) << (f.p - 1)) + mant : mant;
-    if (bits >= inf)
-        bits = inf;
-    return s | bits;
+    return gs_exact_round_finish(mant, round, sticky, e, f, s);
 }
 
 /* v's value and flags rounded once to out (gs_exact_round_bits' rules: NaN, then the
@@ -294,14 +289,11 @@ template <> GS_FX_FN uint64_t fx_round<4>(const Fx<4> &v, int a, gs_dtype out)
     const bool special = (v.flags & (kFxNan | kFxPosInf | kFxNegInf)) != 0;
     if (!special && (hi | lo) && e >= f.emin) {
         const uint64_t inf = (((uint64_t)1 << (f.sign_bit - f.p + 1)) - 1) << (f.p - 1);
-        uint64_t mant = top >> (64 - f.p);
-        const uint64_t rest = top << f.p; /* the bits under mant, the rounding bit first */
-        const bool sticky = (rest << 1) != 0 || sticky_low;
-        mant += (rest >> 63) & (sticky | (mant & 1u));
-        /* a significand that rounded up to 2^p carries into the exponent */
-        uint64_t bits = ((uint64_t)(e + f.bias - 1) << (f.p - 1)) + mant;
-        bits = e > f.bias || bits >= inf ? inf : bits;
-        return (neg ? (uint64_t)1 << f.sign_bit : 0) | bits;
+        const uint64_t sign = neg ? (uint64_t)1 << f.sign_bit : 0;
+        const uint64_t rest = top << f.p; /* the bits under the significand, the rounding bit first */
+        const uint64_t bits = gs_exact_round_finish(top >> (64 - f.p), (int)(rest >> 63),
+                                                    (rest << 1) != 0 || sticky_low, e, f, sign);
+        return e > f.bias ? sign | inf : bits;
     }
     uint64_t bits;
     if (gs_exact_round_special(v.flags & kFxNan, v.flags & kFxPosInf, v.flags & kFxNegInf, out, &bits))
