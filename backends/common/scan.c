@@ -78,8 +78,8 @@ static uint64_t scan_grid(const gs_backend_instance *inst, const gs_kernel_slot 
 static gs_status scan_exact(gs_backend_instance *inst, const gs_backend_scan_args *a)
 {
     const gs_kernel_slot *range, *s;
-    gs_status st = gs_kernel_for(inst, GS_FAM_SCAN_EXACT, find_scan_exact(a->dtype, a->op, a->out_dtype, -1), a->op,
-                              a->dtype, a->out_dtype, &range);
+    const int kr = find_scan_exact(a->dtype, a->op, a->out_dtype, -1);
+    gs_status st = gs_kernel_for(inst, GS_FAM_SCAN_EXACT, kr, a->op, a->dtype, a->out_dtype, &range);
     if (st != GS_SUCCESS)
         return st;
     uint64_t grid = gs_grid_for(a->n, gs_dtype_size(a->dtype), inst->l2_bytes, range->max_blocks,
@@ -89,7 +89,6 @@ static gs_status scan_exact(gs_backend_instance *inst, const gs_backend_scan_arg
     uint64_t n = a->n, ncarry = a->carry_in_count;
     unsigned int flags = a->flags & GS_BACKEND_SCAN_EXCLUSIVE;
     void *rparams[] = {&in, &n, &carry, &ncarry, &ws};
-    const int kr = find_scan_exact(a->dtype, a->op, a->out_dtype, -1);
     if ((st = gs_launch(range, gs_kernel_table_scan_exact[kr].name, (unsigned int)grid, a->stream, rparams)) != GS_SUCCESS)
         return st;
     static const unsigned int widths[] = {GS_EXACT_SCAN_NARROW, GS_EXACT_SCAN_MID, GS_EXACT_SCAN_WIDE};
