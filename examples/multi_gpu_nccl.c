@@ -359,7 +359,7 @@ int main(int argc, char **argv)
             for (int i = 0; i < gpus; i++) {
                 st[i].len = (size_t)1 << l;
                 CK(cudaSetDevice(i));
-                CK(cudaMemcpy(st[i].d_in, h, st[i].len * esize, cudaMemcpyHostToDevice));
+                CK(cudaMemcpyAsync(st[i].d_in, h, st[i].len * esize, cudaMemcpyHostToDevice, st[i].stream));
             }
             run_task(T_BENCH);
             double ex = 0, pl = 0, pt[4] = {0, 0, 0, 0};

@@ -155,7 +155,9 @@ int main(int argc, char **argv)
     CK(cudaSetDevice(0));
     CK(cudaMalloc(&d_all, total * esize));
     CK(cudaMalloc(&d_ref, total * esize));
-    CK(cudaMemcpy(d_all, h, total * esize, cudaMemcpyHostToDevice));
+    /* on the stream that scans it: a plain cudaMemcpy runs on the legacy stream, which a
+     * non-blocking stream does not wait for */
+    CK(cudaMemcpyAsync(d_all, h, total * esize, cudaMemcpyHostToDevice, st[0].stream));
 
     int failures = 0;
     for (int ex = 0; ex < 2; ex++) {

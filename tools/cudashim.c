@@ -188,9 +188,20 @@ int cushim_free(cushim_ptr p)
     return p ? check(d.cuMemFree(p), "cuMemFree") : 0;
 }
 
+/* The legacy default stream, on which cuMemcpyHtoD and cuMemsetD8 run. */
+#define CUSHIM_STREAM_LEGACY ((cushim_stream)0x1)
+
+/* cuMemcpyHtoD from pageable memory returns once the source is staged, and cuMemsetD8 at
+ * once: both run on the legacy stream, which a non-blocking stream does not wait for. So
+ * each waits for that stream here, and a kernel queued on any stream afterwards reads
+ * what they wrote. */
 int cushim_h2d(cushim_ptr dst, const void *src, size_t bytes)
 {
-    return bytes ? check(d.cuMemcpyHtoD(dst, src, bytes), "cuMemcpyHtoD") : 0;
+    if (!bytes)
+        return 0;
+    if (check(d.cuMemcpyHtoD(dst, src, bytes), "cuMemcpyHtoD"))
+        return -1;
+    return check(d.cuStreamSynchronize(CUSHIM_STREAM_LEGACY), "cuStreamSynchronize after cuMemcpyHtoD");
 }
 
 int cushim_d2h(void *dst, cushim_ptr src, size_t bytes)
@@ -200,7 +211,11 @@ int cushim_d2h(void *dst, cushim_ptr src, size_t bytes)
 
 int cushim_memset8(cushim_ptr dst, unsigned char value, size_t bytes)
 {
-    return bytes ? check(d.cuMemsetD8(dst, value, bytes), "cuMemsetD8") : 0;
+    if (!bytes)
+        return 0;
+    if (check(d.cuMemsetD8(dst, value, bytes), "cuMemsetD8"))
+        return -1;
+    return check(d.cuStreamSynchronize(CUSHIM_STREAM_LEGACY), "cuStreamSynchronize after cuMemsetD8");
 }
 
 int cushim_stream_create(cushim_stream *s)

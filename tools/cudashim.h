@@ -38,6 +38,7 @@ int cushim_device_name(int ordinal, char *name, size_t len);
 int cushim_device_memory(size_t *free_bytes, size_t *total_bytes);
 int cushim_alloc(cushim_ptr *p, size_t bytes);
 int cushim_free(cushim_ptr p);
+/* cushim_h2d and cushim_memset8 return once the device memory holds the bytes. */
 int cushim_h2d(cushim_ptr dst, const void *src, size_t bytes);
 int cushim_d2h(void *dst, cushim_ptr src, size_t bytes);
 int cushim_memset8(cushim_ptr dst, unsigned char value, size_t bytes);
