@@ -73,6 +73,13 @@ expect 2 "unknown option '--inclusive'" scan --inclusive
 expect 2 "--data nan is for float MIN and MAX" scan --data nan --op sum
 expect 2 "--data int is for float SUM" scan --dtype i32 --data int
 expect 2 "count" scan --count 1Q
+# --exact is GS_SCAN_EXACT's float SUM alone: the rest is refused before any driver is needed
+expect 0 '^  --exact ' scan --help
+expect 2 "--exact is for float SUM .*, not i32 sum" scan --exact --dtype int32
+expect 2 "--exact is for float SUM .*, not u8 sum" scan --exact --dtype u8 --data int
+expect 2 "--exact is for float SUM .*, not f32 max" scan --exact --op max
+expect 2 "--exact is for float SUM .*, not f64 prod" scan --dtype f64 --op prod --exclusive --exact
+expect 2 "--data nan is for float MIN and MAX" scan --exact --data nan
 
 # The layouts (no device needed to print them): S+1 offsets from 0 to n, never
 # decreasing; giant holds a segment of n/2; --offsets reads a printed layout back.
@@ -104,11 +111,11 @@ if command -v bash >/dev/null; then
         . "$1"
         for line in "gridsync seg" "gridsync segmented --lay" "gridsync segmented --layout p" \
                     "gridsync reduce --out-dtype bf" "gridsync info --j" "gridsync sc" "gridsync scan --exc" \
-                    "gridsync scan --op arg" "gridsync reduce --op arg"; do
+                    "gridsync scan --op arg" "gridsync reduce --op arg" "gridsync scan --exa"; do
             read -ra ARGS <<<"$line"; [ "${line% }" != "$line" ] && ARGS+=("")
             COMPREPLY=(); _gridsync; echo "${COMPREPLY[*]}"
         done' _ "$completion")
-    want=$(printf 'segmented\n--layout\npower-law\nbf16\n--json\nscan\n--exclusive\n\nargmin argmax')
+    want=$(printf 'segmented\n--layout\npower-law\nbf16\n--json\nscan\n--exclusive\n\nargmin argmax\n--exact')
     [ "$got" = "$want" ] || fail "bash completion offered: $(echo "$got" | tr '\n' '|'), want: $(echo "$want" | tr '\n' '|')"
 fi
 
@@ -131,7 +138,9 @@ else
     done
     json_check "o['command'] == 'scan' and o['exclusive'] is True and o['dtype'] == 'i8' and o['op'] == 'max' and o['out_dtype'] == 'i8' and o['count'] == 1000 and o['seed'] == 5 and o['exit_status'] == 3" \
         scan --json --exclusive --dtype int8 --op max --count 1000 --seed 5
-    json_check "o['out_dtype'] == 'i64' and o['exclusive'] is False" scan --json --dtype i32 --out-dtype int64
+    json_check "o['out_dtype'] == 'i64' and o['exclusive'] is False and o['exact'] is False" scan --json --dtype i32 --out-dtype int64
+    json_check "o['command'] == 'scan' and o['exact'] is True and o['exclusive'] is True and o['dtype'] == 'bf16' and o['out_dtype'] == 'f32' and o['data'] == 'wide' and o['exit_status'] == 3" \
+        scan --json --exact --exclusive --dtype bfloat16 --out-dtype f32 --data wide
     # info says what it can without a driver: versions, where backends are looked for,
     # each file found (a real one, and a file that is not a backend) and a hint.
     mkdir "$tmp/backends"
