@@ -51,6 +51,10 @@
 #define GS_SCAN_MIN_BLOCKS_NARROW 8
 /* 8-byte values: float64 spills at 8 blocks and is 4 % slower; the same runs */
 #define GS_SCAN_MIN_BLOCKS_WIDE 0
+/* exact scans' 4-word kernels: 3 blocks (85 registers); float16 and bfloat16 (99 and 104
+ * registers unbounded) 9 % faster from 2^24, the others already fit; 4 blocks spill and
+ * float64 slows; H200, one-process A/B, bench/results/nvidia-h200/scan/ab-exact-blocks.csv */
+#define GS_SCAN_EXACT_MIN_BLOCKS_NARROW 3
 
 /* ---- the exact sums' grid (dispatch/grid.h: gs_grid_for_exact) ----------------------- */
 /* one block up to two trips of the loop per thread; H100, forced grids, HISTORY 0.3 */

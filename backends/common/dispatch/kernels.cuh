@@ -231,9 +231,16 @@ GS_SCAN_KERNELS(GS_SCAN_PICK)
         gs::exact_scan_range_kernel<GS_POLICY, GS_TYPE_##dt>(in, n, carry, ncarry, workspace);         \
     }
 GS_EXACT_KERNELS(GS_DEFINE_SCAN_EXACT_RANGE)
+/* The exact scans' minimum resident blocks, at most what fits: the 4-word kernels' alone. */
+template <int W> struct GsScanExactMinBlocks {
+    static const int kFit = GS_ARCH_SM_THREADS / (int)GS_SCAN_THREADS;
+    static const int kWant = W == GS_EXACT_SCAN_NARROW ? GS_SCAN_EXACT_MIN_BLOCKS_NARROW : 0;
+    static const int value = kWant < kFit ? kWant : kFit;
+};
 #  define GS_DEFINE_SCAN_EXACT_W(dt, o, w)                                                              \
     extern "C" __global__ void __launch_bounds__(                                                      \
-        (w) == GS_EXACT_SCAN_WIDE ? GS_EXACT_SCAN_WIDE_THREADS : GS_SCAN_THREADS)                      \
+        (w) == GS_EXACT_SCAN_WIDE ? GS_EXACT_SCAN_WIDE_THREADS : GS_SCAN_THREADS,                      \
+        GsScanExactMinBlocks<w>::value)                                                                \
         gs_scan_exact_##dt##_##o##_w##w(const GS_TYPE_##dt *in, uint64_t n, GS_TYPE_##o *out,           \
                                         unsigned char *workspace, unsigned int flags,                  \
                                         gs_exact_acc *total)                                           \
