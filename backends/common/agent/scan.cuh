@@ -117,21 +117,14 @@ template <typename T, typename Out> struct ScanOp<OpMax<T, Out> > : OpMax<T, Out
     static __device__ __forceinline__ Acc combine(Acc a, Acc b) { return is_nan(a) ? a : (is_nan(b) || a < b) ? b : a; }
 };
 
-/* A scan's shared memory: its shape's, whichever of an op's edges runs over it. */
-template <typename KernelOp, typename Edge>
-using ScanSmem = typename ScanShape<ScanOp<KernelOp>, Edge::kThreads>::Smem;
-
 /*
- * The kernel's body over the block's shared memory sm (a caller may run it with either of
- * two edges of one shape over the same sm: agent/scan_exact.cuh). flags:
- * GS_BACKEND_SCAN_EXCLUSIVE (bit 0). The host launches GS_SCAN_THREADS threads per block and
- * makes the ntiles + gridDim.x tickets fit 32 bits: each block stops at its first ticket
- * past the tiles.
+ * flags: GS_BACKEND_SCAN_EXCLUSIVE (bit 0). The host launches GS_SCAN_THREADS threads per
+ * block and makes the ntiles + gridDim.x tickets fit 32 bits: each block stops at its first
+ * ticket past the tiles.
  */
-template <typename Policy, typename KernelOp, typename Edge>
-__device__ __forceinline__ void scan_body(const typename KernelOp::In *in, uint64_t n, typename KernelOp::OutT *out,
-                                          unsigned char *workspace, unsigned int flags, const Edge &edge,
-                                          ScanSmem<KernelOp, Edge> &sm)
+template <typename Policy, typename KernelOp, typename Edge = ScanEdge<ScanOp<KernelOp> > >
+__device__ __forceinline__ void scan_kernel(const typename KernelOp::In *in, uint64_t n, typename KernelOp::OutT *out,
+                                            unsigned char *workspace, unsigned int flags, const Edge &edge = Edge())
 {
     typedef ScanOp<KernelOp> Op;
     typedef ScanShape<Op, Edge::kThreads> S;
@@ -139,6 +132,7 @@ __device__ __forceinline__ void scan_body(const typename KernelOp::In *in, uint6
     typedef typename S::Out Out;
     typedef typename S::V V;
     const int kItems = S::kItems, kTile = S::kTile, kThreads = S::kThreads;
+    __shared__ typename S::Smem sm;
     typedef typename std::conditional<Edge::kAlone, ScanNoRing, ScanRing<V> >::type Ring;
     const Ring ring(workspace);
     unsigned int *ticket = (unsigned int *)(workspace + GS_TICKET_OFFSET);
@@ -284,15 +278,6 @@ __device__ __forceinline__ void scan_body(const typename KernelOp::In *in, uint6
         }
         __syncthreads(); /* the stage, the scratch and sm.tile are the next tile's */
     }
-}
-
-/* The kernel with its own shared memory. */
-template <typename Policy, typename KernelOp, typename Edge = ScanEdge<ScanOp<KernelOp> > >
-__device__ __forceinline__ void scan_kernel(const typename KernelOp::In *in, uint64_t n, typename KernelOp::OutT *out,
-                                            unsigned char *workspace, unsigned int flags, const Edge &edge = Edge())
-{
-    __shared__ ScanSmem<KernelOp, Edge> sm;
-    scan_body<Policy, KernelOp>(in, n, out, workspace, flags, edge, sm);
 }
 
 } // namespace gs

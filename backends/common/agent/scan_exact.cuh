@@ -35,7 +35,7 @@ struct ExactScanPlan {
     int32_t anchor;
     uint32_t words;  /* the W that runs */
     uint32_t cflags; /* the carry-in's kFx* flags */
-    uint32_t narrow; /* every element fits the narrow lift at the anchor (fx_narrow_fits) */
+    uint32_t pad;
     uint32_t carry[GS_EXACT_SCAN_WIDE];
 };
 #define GS_EXACT_SCAN_PLAN_OFFSET GS_PARTIALS_OFFSET
@@ -106,7 +106,7 @@ template <int W> __device__ __noinline__ uint64_t fx_round_call(const Fx<W> &v, 
     return fx_round<W>(v, a, out);
 }
 
-template <typename T, typename Out, int W, bool Narrow = false> struct ExactScanEdge {
+template <typename T, typename Out, int W> struct ExactScanEdge {
     typedef typename ExactScanIn<T>::Bits Bits;
     static const bool kExact = true;
     static const bool kAlone = W == GS_EXACT_SCAN_WIDE;
@@ -114,19 +114,11 @@ template <typename T, typename Out, int W, bool Narrow = false> struct ExactScan
     int anchor;
     Fx<W> origin; /* the carry-in */
     gs_exact_acc *out_total;
-    /* The same edge with the narrow lift (Narrow: fx_lift_narrow, 4 words only). */
-    __device__ __forceinline__ ExactScanEdge<T, Out, W, true> narrowed() const
-    {
-        static_assert(W == GS_EXACT_SCAN_NARROW, "the narrow lift gives 4 words");
-        return ExactScanEdge<T, Out, W, true>{anchor, origin, out_total};
-    }
     __device__ __forceinline__ Fx<W> lift(T x) const
     {
         Bits b;
         memcpy(&b, &x, sizeof b);
-        if constexpr (Narrow)
-            return fx_lift_narrow<typename ExactScanIn<T>::Fmt>(b, anchor);
-        else if constexpr (W > GS_EXACT_SCAN_NARROW)
+        if constexpr (W > GS_EXACT_SCAN_NARROW)
             return fx_lift_call<W, typename ExactScanIn<T>::Fmt>(b, anchor);
         else
             return fx_lift<W, typename ExactScanIn<T>::Fmt>(b, anchor);
@@ -200,7 +192,7 @@ __device__ __forceinline__ void exact_scan_plan(ExactRange r, uint64_t n, const 
      * overflows below 2^29 accumulators); then one thread carries them into 70 digits */
     __shared__ long long lo[GS_EXACT_LIMBS], hi[GS_EXACT_LIMBS], cnt[5];
     __shared__ uint32_t d[GS_EXACT_LIMBS + 2];
-    __shared__ int s_anchor, s_words, s_narrow;
+    __shared__ int s_anchor, s_words;
     __shared__ uint32_t s_flags;
     const int t = (int)threadIdx.x;
     for (int i = t; i < GS_EXACT_LIMBS + 5; i += blockDim.x) {
@@ -260,7 +252,6 @@ __device__ __forceinline__ void exact_scan_plan(ExactRange r, uint64_t n, const 
         const int bits = hb + 2 - a;
         const int words = (bits + 31) / 32;
         s_anchor = a;
-        s_narrow = !elems || fx_narrow_fits<F>(r.max_f, a);
         s_words = words <= GS_EXACT_SCAN_NARROW ? GS_EXACT_SCAN_NARROW
                   : words <= GS_EXACT_SCAN_MID  ? GS_EXACT_SCAN_MID
                                                 : GS_EXACT_SCAN_WIDE;
@@ -276,7 +267,6 @@ __device__ __forceinline__ void exact_scan_plan(ExactRange r, uint64_t n, const 
         plan->anchor = s_anchor;
         plan->words = (uint32_t)s_words;
         plan->cflags = s_flags;
-        plan->narrow = (uint32_t)s_narrow;
     }
 }
 
@@ -355,19 +345,7 @@ __device__ __forceinline__ void exact_scan_kernel(const T *in, uint64_t n, Out *
             edge.total(fx_zero<W>(), 0);
         return;
     }
-    typedef OpExactScan<T, Out, W> Op;
-    if constexpr (W == GS_EXACT_SCAN_NARROW && sizeof(T) < 8) {
-        /* both lifts over one shared memory; the plan picks one for the launch. float64
-         * keeps the wide lift alone: its ordinary data spreads past 63 bits, and the second
-         * body slowed its 4-word kernel by 10 % at 2^20 .. 2^22 (ab-narrow.csv) */
-        __shared__ ScanSmem<Op, ExactScanEdge<T, Out, W> > sm;
-        if (plan->narrow)
-            scan_body<Policy, Op>(in, n, out, workspace, flags, edge.narrowed(), sm);
-        else
-            scan_body<Policy, Op>(in, n, out, workspace, flags, edge, sm);
-    } else {
-        scan_kernel<Policy, Op, ExactScanEdge<T, Out, W> >(in, n, out, workspace, flags, edge);
-    }
+    scan_kernel<Policy, OpExactScan<T, Out, W>, ExactScanEdge<T, Out, W> >(in, n, out, workspace, flags, edge);
 }
 
 } // namespace gs

@@ -195,36 +195,6 @@ template <int W, typename F, typename Bits> GS_FX_FN Fx<W> fx_lift(Bits bits, in
     return r;
 }
 
-/* The narrow lift: when every element is below 2^(a + 63) in magnitude (fx_narrow_fits),
- * its value at anchor a is an int64, lifted with 64-bit shifts and widened to 128 bits by
- * sign extension: the same value and flags as fx_lift<4>, for fewer instructions. The sums
- * stay 128-bit. */
-static const int kFxNarrowBits = 63;
-template <typename F> GS_FX_FN bool fx_narrow_fits(uint32_t max_f, int a)
-{
-    return (int)(max_f ? max_f : 1u) - F::kBias + 1 - a <= kFxNarrowBits;
-}
-template <typename F, typename Bits> GS_FX_FN Fx<4> fx_lift_narrow(Bits bits, int a)
-{
-    const uint64_t b = (uint64_t)bits;
-    const bool neg = (b >> F::kSignBit) & 1u;
-    const uint32_t f = (uint32_t)(b >> F::kMant) & F::kExpMax;
-    const uint64_t frac = b & ((1ull << F::kMant) - 1u);
-    const bool special = f == F::kExpMax;
-    Fx<4> r;
-    r.flags = kFxNonempty | (neg ? 0u : kFxSignClear) | (special ? (frac ? kFxNan : neg ? kFxNegInf : kFxPosInf) : 0u);
-    const uint64_t M = special ? 0u : f ? frac | 1ull << F::kMant : frac;
-    const int s = special || !M ? 0 : fx_lsb_of_field<F>(f) - a; /* M << s < 2^63 */
-    const uint64_t v = M << s;
-    const int64_t x = neg ? -(int64_t)v : (int64_t)v;
-    const uint32_t ext = (uint32_t)(x >> 63);
-    r.w[0] = (uint32_t)x;
-    r.w[1] = (uint32_t)((uint64_t)x >> 32);
-    r.w[2] = ext;
-    r.w[3] = ext;
-    return r;
-}
-
 /* A nonzero magnitude rounded to out: top holds its 64 bits from the leading one down (zeros
  * below its bit 0), sticky_low whether any bit lies below those, 2^e <= |V| < 2^(e+1). */
 GS_FX_FN uint64_t fx_round_top(uint64_t top, bool sticky_low, int e, bool neg, gs_dtype out)
