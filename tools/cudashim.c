@@ -195,13 +195,16 @@ int cushim_free(cushim_ptr p)
  * once: both run on the legacy stream, which a non-blocking stream does not wait for. So
  * each waits for that stream here, and a kernel queued on any stream afterwards reads
  * what they wrote. */
+static int then_wait_legacy(CUresult rc, const char *what)
+{
+    if (check(rc, what))
+        return -1;
+    return check(d.cuStreamSynchronize(CUSHIM_STREAM_LEGACY), "cuStreamSynchronize of the legacy stream");
+}
+
 int cushim_h2d(cushim_ptr dst, const void *src, size_t bytes)
 {
-    if (!bytes)
-        return 0;
-    if (check(d.cuMemcpyHtoD(dst, src, bytes), "cuMemcpyHtoD"))
-        return -1;
-    return check(d.cuStreamSynchronize(CUSHIM_STREAM_LEGACY), "cuStreamSynchronize after cuMemcpyHtoD");
+    return bytes ? then_wait_legacy(d.cuMemcpyHtoD(dst, src, bytes), "cuMemcpyHtoD") : 0;
 }
 
 int cushim_d2h(void *dst, cushim_ptr src, size_t bytes)
@@ -211,11 +214,7 @@ int cushim_d2h(void *dst, cushim_ptr src, size_t bytes)
 
 int cushim_memset8(cushim_ptr dst, unsigned char value, size_t bytes)
 {
-    if (!bytes)
-        return 0;
-    if (check(d.cuMemsetD8(dst, value, bytes), "cuMemsetD8"))
-        return -1;
-    return check(d.cuStreamSynchronize(CUSHIM_STREAM_LEGACY), "cuStreamSynchronize after cuMemsetD8");
+    return bytes ? then_wait_legacy(d.cuMemsetD8(dst, value, bytes), "cuMemsetD8") : 0;
 }
 
 int cushim_stream_create(cushim_stream *s)
